@@ -82,6 +82,9 @@ pub struct Bundle {
     pub properties: Vec<Property>,
     pub related_images: Vec<RelatedImage>,
     pub origin: Origin,
+    /// Number of `olm.bundle.object` properties a streaming consumer moved out of
+    /// `properties`; they still count as objects for validation.
+    pub external_objects: usize,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

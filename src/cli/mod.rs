@@ -1,1 +1,96 @@
-pub fn main() -> i32 { 0 }
+//! The command line. Each command is a thin call into the modules that do the work; where
+//! opm has the same command, its flags and defaults are accepted (opm-cli.md).
+mod probe;
+mod render;
+mod serve;
+mod validate;
+
+use clap::{Parser, Subcommand};
+use std::io::IsTerminal;
+
+#[derive(Parser)]
+#[command(
+    name = "olm-registry",
+    version,
+    about = "Operator Lifecycle Manager catalog registry: validate, render and serve operator catalogs",
+    long_about = "Operator Lifecycle Manager catalog registry.\n\n\
+        Serves file-based catalogs over the Operator Registry gRPC API (a drop-in for `opm serve` in a \
+        CatalogSource pod), and validates and renders them. Logs go to stderr; RUST_LOG overrides the level."
+)]
+struct Cli {
+    /// Skip TLS certificate verification for container image registries (accepted for opm compatibility).
+    #[arg(long, global = true)]
+    skip_tls_verify: bool,
+    /// Use plain HTTP for container image registries (accepted for opm compatibility).
+    #[arg(long, global = true)]
+    use_http: bool,
+    /// Deprecated in opm: use --use-http and --skip-tls-verify instead.
+    #[arg(long, global = true, hide = true)]
+    skip_tls: bool,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    Serve(serve::ServeArgs),
+    Validate(validate::ValidateArgs),
+    Render(render::RenderArgs),
+    /// Check a server's health like grpc_health_probe (also runs when invoked as `grpc_health_probe`).
+    HealthProbe {
+        /// grpc_health_probe flags, e.g. -addr=:50051 -service=Registry -connect-timeout=1s -rpc-timeout=1s.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
+    /// Print the version.
+    Version,
+}
+
+/// Runs the command line and returns the process exit code.
+pub fn main() -> i32 {
+    let args: Vec<String> = std::env::args().collect();
+    let program = args.first().and_then(|a| std::path::Path::new(a).file_name()).and_then(|n| n.to_str());
+    if program == Some(probe::PROGRAM) {
+        return probe::run(&args[1..]);
+    }
+    let cli = Cli::parse();
+    let debug = matches!(&cli.command, Command::Serve(a) if a.debug);
+    init_logging(debug);
+    if cli.skip_tls && (cli.use_http || cli.skip_tls_verify) {
+        tracing::error!("--skip-tls cannot be combined with --use-http or --skip-tls-verify");
+        return 1;
+    }
+    if cli.use_http && cli.skip_tls_verify {
+        tracing::error!("--use-http and --skip-tls-verify cannot both be set");
+        return 1;
+    }
+    match cli.command {
+        Command::Serve(args) => serve::run(args),
+        Command::Validate(args) => validate::run(args),
+        Command::Render(args) => render::run(args),
+        Command::HealthProbe { args } => probe::run(&args),
+        Command::Version => {
+            println!("olm-registry {}", env!("CARGO_PKG_VERSION"));
+            0
+        }
+    }
+}
+
+fn init_logging(debug: bool) {
+    let default = if debug { "debug" } else { "info" };
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
+        .with_target(false)
+        .init();
+}
+
+/// `-o/--output` of render and validate.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum Format {
+    Json,
+    Yaml,
+}

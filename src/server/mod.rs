@@ -1,1 +1,121 @@
-//! placeholder
+//! The gRPC server of a CatalogSource pod: `api.Registry`, `api.ExperimentalRegistry`,
+//! health and reflection (v1 and v1alpha), with start-up and shutdown as OLM expects.
+//!
+//! The port is bound before the catalog is loaded, so probes get an answer at once: health
+//! says NOT_SERVING until the index is open, and registry calls wait for it. SIGTERM or
+//! SIGINT stops accepting, lets in-flight calls and streams finish (up to a grace period)
+//! and returns.
+mod catalog;
+mod experimental;
+mod health;
+mod registry;
+
+use crate::api::server::experimental_registry_server::ExperimentalRegistryServer;
+use crate::api::server::registry_server::RegistryServer;
+use crate::store::cache::{CacheError, Loaded};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::net::TcpListener;
+use tokio_stream::wrappers::TcpListenerStream;
+use tonic_health::pb::health_check_response::ServingStatus;
+use tonic_health::pb::health_server::HealthServer;
+use tracing::{error, info, warn};
+
+/// Serves on `listener` the catalog that `load` opens (on a blocking thread) until a
+/// termination signal. An error means the catalog could not be loaded.
+pub async fn run<L>(listener: TcpListener, load: L, grace: Duration) -> Result<(), CacheError>
+where
+    L: FnOnce() -> Result<Loaded, CacheError> + Send + 'static,
+{
+    let (publisher, catalog) = catalog::loading();
+    let (health_tx, health) = health::health();
+    let reflection = || {
+        tonic_reflection::server::Builder::configure()
+            .register_encoded_file_descriptor_set(crate::api::FILE_DESCRIPTOR_SET)
+            .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+            .register_encoded_file_descriptor_set(tonic_reflection::pb::v1::FILE_DESCRIPTOR_SET)
+            .register_encoded_file_descriptor_set(tonic_reflection::pb::v1alpha::FILE_DESCRIPTOR_SET)
+    };
+    let reflection_v1 = reflection().build_v1().map_err(|e| CacheError::Io(format!("reflection: {e}")))?;
+    let reflection_v1alpha = reflection()
+        .build_v1alpha()
+        .map_err(|e| CacheError::Io(format!("reflection: {e}")))?;
+
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let router = tonic::transport::Server::builder()
+        .tcp_nodelay(true)
+        .add_service(
+            RegistryServer::new(registry::RegistryService { catalog: catalog.clone() })
+                .max_encoding_message_size(usize::MAX),
+        )
+        .add_service(ExperimentalRegistryServer::new(experimental::ExperimentalService { catalog }))
+        .add_service(HealthServer::new(health))
+        .add_service(reflection_v1)
+        .add_service(reflection_v1alpha);
+    let incoming = TcpListenerStream::new(listener);
+    let mut server = tokio::spawn(router.serve_with_incoming_shutdown(incoming, async {
+        let _ = stop_rx.await;
+    }));
+
+    let mut loading = tokio::task::spawn_blocking(load);
+    let mut _scratch = None;
+    let signal = shutdown_signal();
+    tokio::pin!(signal);
+    tokio::select! {
+        loaded = &mut loading => {
+            let Loaded { store, scratch, .. } =
+                loaded.map_err(|e| CacheError::Io(format!("loading task failed: {e}")))??;
+            publisher.publish(Arc::new(store));
+            _scratch = scratch;
+            health_tx.send_replace(ServingStatus::Serving);
+            info!("serving registry");
+            tokio::select! {
+                _ = &mut signal => {}
+                result = &mut server => {
+                    return result.map_err(|e| CacheError::Io(e.to_string()))?.map_err(|e| CacheError::Io(e.to_string()));
+                }
+            }
+        }
+        _ = &mut signal => {
+            info!("stopping before the catalog finished loading");
+        }
+    }
+    // Watchers get NOT_SERVING, then their streams end (the sender goes away), so that they
+    // do not hold the connection open through the graceful stop.
+    health_tx.send_replace(ServingStatus::NotServing);
+    drop(health_tx);
+    let _ = stop_tx.send(());
+    match tokio::time::timeout(grace, &mut server).await {
+        Ok(Ok(Ok(()))) => info!("stopped"),
+        Ok(Ok(Err(e))) => error!("server error while stopping: {e}"),
+        Ok(Err(e)) => error!("server task failed: {e}"),
+        Err(_) => {
+            warn!(grace_secs = grace.as_secs(), "calls still running after the grace period; closing them");
+            server.abort();
+        }
+    }
+    Ok(())
+}
+
+async fn shutdown_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = term.recv() => info!("received SIGTERM"),
+                    _ = tokio::signal::ctrl_c() => info!("received SIGINT"),
+                }
+            }
+            Err(e) => {
+                warn!("cannot listen for SIGTERM ({e}); stopping on SIGINT only");
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}

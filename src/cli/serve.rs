@@ -1,0 +1,138 @@
+use crate::server;
+use crate::store::cache::{self, CacheOptions, Outcome};
+use clap::Args;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+use tracing::{error, info, warn};
+
+/// Serve a file-based catalog over the Operator Registry gRPC API (drop-in for `opm serve`).
+///
+/// The port is bound at once; health reports NOT_SERVING until the catalog is loaded, then
+/// SERVING. SIGTERM/SIGINT stop gracefully. The catalog is indexed into SQLite; with
+/// --cache-dir the index is kept and reused while the catalog is unchanged.
+#[derive(Args)]
+pub struct ServeArgs {
+    /// The FBC root directory (e.g. /configs).
+    source_path: PathBuf,
+    /// Port to listen on (all interfaces), or HOST:PORT to listen on one address; port 0 picks a free one.
+    #[arg(short, long, default_value = "50051")]
+    port: String,
+    /// File that receives the error when the server fails to start.
+    #[arg(short, long, default_value = "/dev/termination-log")]
+    termination_log: PathBuf,
+    /// Log at debug level.
+    #[arg(long)]
+    pub debug: bool,
+    /// Address of a pprof endpoint: accepted for opm compatibility, not served.
+    #[arg(long, default_value = "localhost:6060")]
+    pprof_addr: String,
+    /// Accepted for opm compatibility (no pprof endpoint is served).
+    #[arg(long)]
+    pprof_capture_profiles: bool,
+    /// Keep the index here and reuse it while the catalog is unchanged.
+    #[arg(long)]
+    cache_dir: Option<PathBuf>,
+    /// Build or refresh the cache in --cache-dir, then exit without serving.
+    #[arg(long, requires = "cache_dir")]
+    cache_only: bool,
+    /// Fail instead of rebuilding when the cache is missing or does not match the catalog.
+    /// Without this flag a stale or corrupt cache is rebuilt with a warning.
+    #[arg(long, num_args = 0..=1, default_missing_value = "true", value_name = "BOOL")]
+    cache_enforce_integrity: Option<bool>,
+    /// How long in-flight calls may run after SIGTERM before they are cut.
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    shutdown_grace: Duration,
+}
+
+fn parse_duration(s: &str) -> Result<Duration, String> {
+    let (number, unit) = s.split_at(s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len()));
+    let n: u64 = number.parse().map_err(|_| format!("invalid duration {s:?} (e.g. 10s, 500ms, 1m)"))?;
+    match unit {
+        "ms" => Ok(Duration::from_millis(n)),
+        "s" | "" => Ok(Duration::from_secs(n)),
+        "m" => Ok(Duration::from_secs(n * 60)),
+        _ => Err(format!("invalid duration {s:?} (e.g. 10s, 500ms, 1m)")),
+    }
+}
+
+pub fn run(args: ServeArgs) -> i32 {
+    match serve(&args) {
+        Ok(()) => 0,
+        Err(message) => {
+            error!("{message}");
+            write_termination_log(&args.termination_log, &message);
+            1
+        }
+    }
+}
+
+fn write_termination_log(path: &Path, message: &str) {
+    if let Err(e) = std::fs::write(path, format!("{message}\n")) {
+        warn!("could not write the termination log {}: {e}", path.display());
+    }
+}
+
+fn serve(args: &ServeArgs) -> Result<(), String> {
+    if args.cache_enforce_integrity.is_some() && args.cache_dir.is_none() {
+        return Err("--cache-dir must be specified with --cache-enforce-integrity".into());
+    }
+    if args.pprof_addr != "localhost:6060" && !args.pprof_addr.is_empty() || args.pprof_capture_profiles {
+        warn!("pprof is not available in olm-registry; --pprof-addr and --pprof-capture-profiles are ignored");
+    }
+    if !args.source_path.is_dir() {
+        return Err(format!("{:?} is not a directory", args.source_path.display().to_string()));
+    }
+    let options = CacheOptions {
+        catalog: &args.source_path,
+        cache_dir: args.cache_dir.as_deref(),
+        enforce_integrity: args.cache_enforce_integrity.unwrap_or(false),
+    };
+    if args.cache_only {
+        let loaded = cache::open_or_build(&options).map_err(|e| e.to_string())?;
+        match loaded.outcome {
+            Outcome::Reused => info!("cache is up to date"),
+            Outcome::Built(_) => info!(cache = %loaded.store.path().display(), "cache built"),
+        }
+        return Ok(());
+    }
+
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("starting the runtime: {e}"))?;
+    runtime.block_on(async {
+        let listener = bind(&args.port).await?;
+        let addr = listener.local_addr().map_err(|e| e.to_string())?;
+        info!("listening on {addr}");
+        let catalog = args.source_path.clone();
+        let cache_dir = args.cache_dir.clone();
+        let enforce_integrity = options.enforce_integrity;
+        let load = move || {
+            cache::open_or_build(&CacheOptions { catalog: &catalog, cache_dir: cache_dir.as_deref(), enforce_integrity })
+        };
+        server::run(listener, load, args.shutdown_grace)
+            .await
+            .map_err(|e| e.to_string())
+    })
+}
+
+/// opm listens on ":<port>" (every interface); HOST:PORT is our extension.
+async fn bind(port: &str) -> Result<tokio::net::TcpListener, String> {
+    let candidates: Vec<SocketAddr> = if let Ok(n) = port.parse::<u16>() {
+        vec![SocketAddr::from(([0u16; 8], n)), SocketAddr::from(([0u8; 4], n))]
+    } else {
+        tokio::net::lookup_host(port)
+            .await
+            .map_err(|e| format!("invalid --port {port:?}: expected a port number or HOST:PORT ({e})"))?
+            .collect()
+    };
+    let mut last = String::from("no address to listen on");
+    for addr in candidates {
+        match tokio::net::TcpListener::bind(addr).await {
+            Ok(listener) => return Ok(listener),
+            Err(e) => last = format!("failed to listen: {addr}: {e}"),
+        }
+    }
+    Err(last)
+}

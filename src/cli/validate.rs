@@ -1,0 +1,47 @@
+use super::Format;
+use crate::catalog::{self, model::Model};
+use clap::Args;
+use std::path::PathBuf;
+
+/// Validate a file-based catalog: every problem is listed, with its file and object.
+#[derive(Args)]
+pub struct ValidateArgs {
+    /// The FBC root directory.
+    directory: PathBuf,
+    /// Print the result as a JSON or YAML document `{passed, error: {message}}` instead of logging it.
+    #[arg(short, long, value_enum)]
+    output: Option<Format>,
+}
+
+pub fn run(args: ValidateArgs) -> i32 {
+    let result = catalog::walk::load_dir(&args.directory)
+        .map_err(|errors| {
+            let mut message = format!("the catalog has {} unreadable document(s):", errors.len());
+            for e in errors {
+                message.push_str(&format!("\n  {e}"));
+            }
+            message
+        })
+        .and_then(|dc| Model::build(dc).map(drop).map_err(|e| e.to_string()));
+    match args.output {
+        None => match result {
+            Ok(()) => 0,
+            Err(message) => {
+                eprintln!("{message}");
+                1
+            }
+        },
+        Some(format) => {
+            let mut report = serde_json::json!({ "passed": result.is_ok() });
+            if let Err(message) = &result {
+                report["error"] = serde_json::json!({ "message": message });
+            }
+            let text = match format {
+                Format::Json => serde_json::to_string_pretty(&report).unwrap_or_default(),
+                Format::Yaml => serde_yaml::to_string(&report).unwrap_or_default(),
+            };
+            println!("{}", text.trim_end());
+            i32::from(result.is_err())
+        }
+    }
+}

@@ -1,0 +1,143 @@
+//! Where the index lives between runs (`serve --cache-dir`), and when it is reused.
+//!
+//! The index and the digest of the catalog it was built from sit together in
+//! `<cache-dir>/olm-registry.v1/index.db`. A start with an unchanged catalog opens it as is.
+//! A stale, corrupt or foreign cache is rebuilt with a warning — a CatalogSource pod must
+//! never crash-loop on its own cache — unless integrity is enforced, as opm does.
+use super::ingest::{IngestError, Summary, build_index};
+use super::{Store, digest, schema};
+use std::path::{Path, PathBuf};
+use tracing::{info, warn};
+
+/// The directory inside `--cache-dir` that holds our index.
+pub const CACHE_SUBDIR: &str = "olm-registry.v1";
+const INDEX_FILE: &str = "index.db";
+
+#[derive(Debug)]
+pub enum CacheError {
+    /// `--cache-enforce-integrity` and the cache does not match the catalog.
+    Integrity(String),
+    Ingest(IngestError),
+    Io(String),
+}
+
+impl std::fmt::Display for CacheError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CacheError::Integrity(e) => write!(f, "integrity check failed: {e}"),
+            CacheError::Ingest(e) => write!(f, "{e}"),
+            CacheError::Io(e) => f.write_str(e),
+        }
+    }
+}
+
+impl std::error::Error for CacheError {}
+
+/// How an index was obtained.
+#[derive(Debug)]
+pub enum Outcome {
+    /// Reused from the cache directory: nothing was ingested.
+    Reused,
+    Built(Summary),
+}
+
+/// An open index.
+pub struct Loaded {
+    pub store: Store,
+    pub outcome: Outcome,
+    /// The private directory the index lives in when there is no cache directory; it is
+    /// removed when dropped, so keep it as long as the store is used.
+    pub scratch: Option<tempfile::TempDir>,
+}
+
+pub struct CacheOptions<'a> {
+    pub catalog: &'a Path,
+    pub cache_dir: Option<&'a Path>,
+    /// Refuse a missing or stale cache instead of rebuilding it.
+    pub enforce_integrity: bool,
+}
+
+/// Opens the index for a catalog, building it when there is no usable one.
+pub fn open_or_build(opts: &CacheOptions<'_>) -> Result<Loaded, CacheError> {
+    let digest = digest::catalog_digest(opts.catalog, schema::CURRENT_VERSION)
+        .map_err(|e| CacheError::Io(format!("reading catalog {}: {e}", opts.catalog.display())))?;
+    let Some(cache_dir) = opts.cache_dir else {
+        return build_in_scratch(opts.catalog, &digest);
+    };
+    let index = index_path(cache_dir);
+    match Store::open(&index) {
+        Ok(store) if store.digest() == digest => {
+            info!(cache = %index.display(), "catalog unchanged, serving the cached index");
+            return Ok(Loaded { store, outcome: Outcome::Reused, scratch: None });
+        }
+        Ok(store) => {
+            let problem = format!(
+                "cache requires rebuild: cache reports digest as {:?}, but computed digest is {digest:?}",
+                store.digest()
+            );
+            if opts.enforce_integrity {
+                return Err(CacheError::Integrity(problem));
+            }
+            warn!(cache = %index.display(), "{problem}; rebuilding");
+        }
+        Err(e) => {
+            if opts.enforce_integrity {
+                return Err(CacheError::Integrity(format!("cache requires rebuild: {e}")));
+            }
+            if index.exists() {
+                warn!("unusable cached index ({e}); rebuilding");
+            } else if let Some(foreign) = foreign_contents(cache_dir) {
+                warn!(
+                    cache = %cache_dir.display(),
+                    "cache directory holds another format ({foreign}); building our index beside it"
+                );
+            }
+        }
+    }
+    match std::fs::create_dir_all(index.parent().unwrap_or(cache_dir)) {
+        Ok(()) => build(opts.catalog, &index, &digest, None),
+        Err(e) => {
+            warn!(cache = %cache_dir.display(), "cache directory is not writable ({e}); using a private one");
+            build_in_scratch(opts.catalog, &digest)
+        }
+    }
+}
+
+pub fn index_path(cache_dir: &Path) -> PathBuf {
+    cache_dir.join(CACHE_SUBDIR).join(INDEX_FILE)
+}
+
+fn build_in_scratch(catalog: &Path, digest: &str) -> Result<Loaded, CacheError> {
+    let scratch = tempfile::Builder::new()
+        .prefix("olm-registry-cache-")
+        .tempdir()
+        .map_err(|e| CacheError::Io(format!("creating a private cache directory: {e}")))?;
+    let index = scratch.path().join(INDEX_FILE);
+    build(catalog, &index, digest, Some(scratch))
+}
+
+fn build(catalog: &Path, index: &Path, digest: &str, scratch: Option<tempfile::TempDir>) -> Result<Loaded, CacheError> {
+    let summary = build_index(catalog, index, digest).map_err(CacheError::Ingest)?;
+    info!(
+        packages = summary.packages,
+        bundles = summary.bundles,
+        entries = summary.entries,
+        bytes = summary.bytes,
+        elapsed_ms = summary.elapsed.as_millis() as u64,
+        "catalog ingested"
+    );
+    let store = Store::open(index).map_err(|e| CacheError::Io(format!("opening the new index: {e}")))?;
+    Ok(Loaded { store, outcome: Outcome::Built(summary), scratch })
+}
+
+/// Names of entries that are not ours, when the directory has any (an opm cache, say).
+fn foreign_contents(dir: &Path) -> Option<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .ok()?
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n != CACHE_SUBDIR)
+        .collect();
+    names.sort();
+    (!names.is_empty()).then(|| names.join(", "))
+}

@@ -1,0 +1,529 @@
+//! Building an index from an FBC directory.
+//!
+//! Files are read and parsed on worker threads and handed to one writer in file order. The
+//! writer moves each bundle's manifests straight into the database and keeps only the light
+//! rest in memory for validation, so memory is bounded by the largest file, not the catalog.
+//! Everything happens in one transaction on a new file that replaces the target only when
+//! complete: a failed ingest leaves nothing behind.
+use super::encode::{encode_edges, encode_objects, encode_tail};
+use super::schema;
+use crate::api;
+use crate::catalog::decode::{LoadError, parse_documents};
+use crate::catalog::model::{Model, ModelPackage, ValidationError};
+use crate::catalog::property::{self, Typed};
+use crate::catalog::{self, Bundle, DeclarativeConfig, Document, Meta};
+use prost::Message;
+use rusqlite::{Connection, params};
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+#[derive(Debug)]
+pub enum IngestError {
+    /// Files that could not be read or parsed, every one of them.
+    Load(Vec<LoadError>),
+    /// The catalog parsed but is not a valid catalog.
+    Invalid(ValidationError),
+    /// Writing the index failed.
+    Storage(String),
+}
+
+impl std::fmt::Display for IngestError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            IngestError::Load(errors) => {
+                write!(f, "the catalog has {} unreadable document(s):", errors.len())?;
+                for e in errors {
+                    write!(f, "\n  {e}")?;
+                }
+                Ok(())
+            }
+            IngestError::Invalid(e) => write!(f, "{e}"),
+            IngestError::Storage(e) => write!(f, "writing the index: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for IngestError {}
+
+impl From<rusqlite::Error> for IngestError {
+    fn from(e: rusqlite::Error) -> Self {
+        IngestError::Storage(e.to_string())
+    }
+}
+
+/// What an ingest did, for logs and benchmarks.
+#[derive(Debug, Default, Clone)]
+pub struct Summary {
+    pub files: usize,
+    pub bytes: u64,
+    pub packages: usize,
+    pub bundles: usize,
+    pub entries: usize,
+    pub custom_documents: usize,
+    pub elapsed: Duration,
+}
+
+/// A bundle as a worker hands it to the writer: manifests already decoded and split off.
+struct ParsedBundle {
+    light: Bundle,
+    objects: Vec<String>,
+    csv_index: Option<usize>,
+}
+
+enum Parsed {
+    Bundle(ParsedBundle),
+    Other(Document),
+}
+
+type FileResult = Result<(u64, Vec<Parsed>), Vec<LoadError>>;
+
+/// Builds the index for the FBC at `catalog` into `target`, replacing it only on success.
+pub fn build_index(catalog: &Path, target: &Path, digest: &str) -> Result<Summary, IngestError> {
+    let started = Instant::now();
+    let files = catalog::walk::catalog_files(catalog).map_err(|e| IngestError::Load(vec![e]))?;
+    let dir = target.parent().unwrap_or(Path::new("."));
+    let tmp = tempfile::Builder::new()
+        .prefix(".index-")
+        .suffix(".db.partial")
+        .tempfile_in(dir)
+        .map_err(|e| IngestError::Storage(format!("{}: {e}", dir.display())))?;
+    let mut summary = {
+        let mut conn = Connection::open(tmp.path())?;
+        conn.execute_batch(
+            "PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF; PRAGMA page_size = 8192;
+             PRAGMA cache_size = -16384; PRAGMA temp_store = MEMORY;",
+        )?;
+        let tx = conn.transaction()?;
+        schema::migrate(&tx, 1)?;
+        let summary = load(catalog, &files, &tx, digest)?;
+        schema::migrate(&tx, schema::CURRENT_VERSION)?;
+        tx.commit()?;
+        conn.close().map_err(|(_, e)| IngestError::from(e))?;
+        summary
+    };
+    tmp.persist(target)
+        .map_err(|e| IngestError::Storage(format!("{}: {}", target.display(), e.error)))?;
+    summary.elapsed = started.elapsed();
+    Ok(summary)
+}
+
+fn load(root: &Path, files: &[String], conn: &Connection, digest: &str) -> Result<Summary, IngestError> {
+    let mut writer = Writer::new(conn)?;
+    let mut errors = Vec::new();
+    let mut summary = Summary { files: files.len(), ..Default::default() };
+    parse_in_parallel(root, files, |result| {
+        match result {
+            Ok((bytes, docs)) => {
+                summary.bytes += bytes;
+                for doc in docs {
+                    if let Err(e) = writer.add(doc) {
+                        errors.extend(e);
+                    }
+                }
+            }
+            Err(e) => errors.extend(e),
+        }
+        Ok(())
+    })?;
+    if !errors.is_empty() {
+        return Err(IngestError::Load(errors));
+    }
+    let Writer { dc, manifests, custom_documents, .. } = writer;
+    let model = Model::build(dc).map_err(IngestError::Invalid)?;
+    let counts = write_model(conn, &model, &manifests)?;
+    summary.packages = model.packages.len();
+    summary.bundles = counts.0;
+    summary.entries = counts.1;
+    summary.custom_documents = custom_documents;
+    let mut info = conn.prepare("INSERT INTO info (key, value) VALUES (?1, ?2)")?;
+    for (key, value) in [
+        ("digest", digest.to_owned()),
+        ("source", root.display().to_string()),
+        ("packages", summary.packages.to_string()),
+        ("bundles", summary.bundles.to_string()),
+        ("entries", summary.entries.to_string()),
+        ("writer", format!("olm-registry {}", env!("CARGO_PKG_VERSION"))),
+    ] {
+        info.execute(params![key, value])?;
+    }
+    Ok(summary)
+}
+
+/// Reads and parses files on worker threads, calling `consume` with each file's result in
+/// file order. The window of files in flight is bounded, and so is memory.
+fn parse_in_parallel(
+    root: &Path,
+    files: &[String],
+    mut consume: impl FnMut(FileResult) -> Result<(), IngestError>,
+) -> Result<(), IngestError> {
+    let workers = std::thread::available_parallelism().map_or(2, |n| n.get()).min(files.len().max(1));
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let (tx, rx) = mpsc::sync_channel::<(usize, FileResult)>(workers * 2);
+    std::thread::scope(|scope| {
+        for _ in 0..workers {
+            let tx = tx.clone();
+            let next = &next;
+            scope.spawn(move || {
+                loop {
+                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let Some(rel) = files.get(i) else { break };
+                    if tx.send((i, parse_file(root, rel))).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+        drop(tx);
+        let mut pending = BTreeMap::new();
+        let mut want = 0;
+        for (i, result) in rx {
+            pending.insert(i, result);
+            while let Some(result) = pending.remove(&want) {
+                consume(result)?;
+                want += 1;
+            }
+        }
+        Ok(())
+    })
+}
+
+fn parse_file(root: &Path, rel: &str) -> FileResult {
+    let data = std::fs::read(root.join(rel))
+        .map_err(|e| vec![LoadError { file: rel.to_owned(), line: 0, message: format!("read: {e}") }])?;
+    let docs = parse_documents(rel, &data)?;
+    let mut errors = Vec::new();
+    let parsed = docs
+        .into_iter()
+        .filter_map(|doc| match doc {
+            Document::Bundle(b) => match split_manifests(b) {
+                Ok(b) => Some(Parsed::Bundle(b)),
+                Err(e) => {
+                    errors.push(e);
+                    None
+                }
+            },
+            other => Some(Parsed::Other(other)),
+        })
+        .collect();
+    if errors.is_empty() { Ok((data.len() as u64, parsed)) } else { Err(errors) }
+}
+
+/// Decodes a bundle's `olm.bundle.object`s and takes them out of its properties.
+fn split_manifests(mut bundle: Bundle) -> Result<ParsedBundle, LoadError> {
+    let mut objects = Vec::new();
+    let mut csv_index = None;
+    let mut failure = None;
+    bundle.properties.retain(|p| {
+        if p.kind != property::BUNDLE_OBJECT || failure.is_some() {
+            return true;
+        }
+        match property::parse(p).and_then(|typed| match typed {
+            Typed::BundleObject { data } => property::decode_bundle_object(&data),
+            _ => Err("not a bundle object".to_owned()),
+        }) {
+            Ok(json) => {
+                if csv_index.is_none() && is_csv(&json) {
+                    csv_index = Some(objects.len());
+                }
+                objects.push(json);
+                false
+            }
+            Err(e) => {
+                failure = Some(e);
+                true
+            }
+        }
+    });
+    if let Some(e) = failure {
+        return Err(LoadError {
+            file: bundle.origin.file.to_string(),
+            line: bundle.origin.line,
+            message: format!(
+                "package {:?} bundle {:?}: property {:?}: {e}",
+                bundle.package,
+                bundle.name,
+                property::BUNDLE_OBJECT
+            ),
+        });
+    }
+    bundle.external_objects = objects.len();
+    Ok(ParsedBundle { light: bundle, objects, csv_index })
+}
+
+fn is_csv(json: &str) -> bool {
+    #[derive(serde::Deserialize)]
+    struct Kind {
+        kind: Option<String>,
+    }
+    serde_json::from_str::<Kind>(json).is_ok_and(|k| k.kind.as_deref() == Some("ClusterServiceVersion"))
+}
+
+/// Takes documents in file order: manifests and custom documents go to the database at
+/// once, the rest is kept for validation.
+struct Writer<'c> {
+    dc: DeclarativeConfig,
+    /// (package, bundle) → manifest row and where the CSV is in it. The last one wins for
+    /// duplicates, which validation rejects anyway.
+    manifests: HashMap<(String, String), (i64, bool)>,
+    insert_manifest: rusqlite::Statement<'c>,
+    insert_custom: rusqlite::Statement<'c>,
+    custom_documents: usize,
+}
+
+impl<'c> Writer<'c> {
+    fn new(conn: &'c Connection) -> rusqlite::Result<Self> {
+        Ok(Writer {
+            dc: DeclarativeConfig::default(),
+            manifests: HashMap::new(),
+            insert_manifest: conn.prepare("INSERT INTO manifest (objects, csv_start, csv_len) VALUES (?1, ?2, ?3)")?,
+            insert_custom: conn.prepare("INSERT INTO custom_doc (schema, package, message) VALUES (?1, ?2, ?3)")?,
+            custom_documents: 0,
+        })
+    }
+
+    fn add(&mut self, doc: Parsed) -> Result<(), Vec<LoadError>> {
+        let storage = |e: rusqlite::Error| vec![LoadError { file: String::new(), line: 0, message: e.to_string() }];
+        match doc {
+            Parsed::Bundle(b) => {
+                let (objects, csv_range) = encode_objects(&b.objects, b.csv_index);
+                let (start, len) = csv_range.map_or((None, None), |(s, l)| (Some(s as i64), Some(l as i64)));
+                let id = self.insert_manifest.insert(params![objects, start, len]).map_err(storage)?;
+                self.manifests
+                    .insert((b.light.package.clone(), b.light.name.clone()), (id, csv_range.is_some()));
+                self.dc.bundles.push(b.light);
+            }
+            Parsed::Other(Document::Meta(meta)) => {
+                let message = custom_document(&meta)?;
+                self.insert_custom
+                    .execute(params![meta.schema, meta.package, message])
+                    .map_err(storage)?;
+                self.custom_documents += 1;
+            }
+            Parsed::Other(doc) => self.dc.push(doc),
+        }
+        Ok(())
+    }
+}
+
+/// Custom-schema documents are served by schema and package, both of which must be simple
+/// names (upstream refuses to serve a catalog otherwise).
+fn custom_document(meta: &Meta) -> Result<Vec<u8>, Vec<LoadError>> {
+    let fail = |what: &str, value: &str| {
+        vec![LoadError {
+            file: meta.origin.file.to_string(),
+            line: meta.origin.line,
+            message: format!(
+                "invalid custom schema meta: invalid {what} {value:?}: must match ^[a-zA-Z0-9][a-zA-Z0-9._-]*$"
+            ),
+        }]
+    };
+    if !is_simple_name(&meta.schema) {
+        return Err(fail("schema", &meta.schema));
+    }
+    if !meta.package.is_empty() && !is_simple_name(&meta.package) {
+        return Err(fail("package", &meta.package));
+    }
+    Ok(to_struct(&meta.blob).encode_to_vec())
+}
+
+/// `^[a-zA-Z0-9][a-zA-Z0-9._-]*$`
+pub fn is_simple_name(s: &str) -> bool {
+    let mut chars = s.chars();
+    chars.next().is_some_and(|c| c.is_ascii_alphanumeric())
+        && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
+}
+
+fn to_struct(v: &serde_json::Value) -> prost_types::Struct {
+    let fields = match v {
+        serde_json::Value::Object(map) => map.iter().map(|(k, v)| (k.clone(), to_value(v))).collect(),
+        _ => Default::default(),
+    };
+    prost_types::Struct { fields }
+}
+
+fn to_value(v: &serde_json::Value) -> prost_types::Value {
+    use prost_types::value::Kind;
+    use serde_json::Value as J;
+    let kind = match v {
+        J::Null => Kind::NullValue(0),
+        J::Bool(b) => Kind::BoolValue(*b),
+        J::Number(n) => Kind::NumberValue(n.as_f64().unwrap_or(f64::NAN)),
+        J::String(s) => Kind::StringValue(s.clone()),
+        J::Array(a) => Kind::ListValue(prost_types::ListValue { values: a.iter().map(to_value).collect() }),
+        J::Object(_) => Kind::StructValue(to_struct(v)),
+    };
+    prost_types::Value { kind: Some(kind) }
+}
+
+/// Writes the validated model: packages, channels, bundles and one entry per (channel,
+/// bundle) in ListBundles order. Returns (bundles, entries).
+fn write_model(
+    conn: &Connection,
+    model: &Model,
+    manifests: &HashMap<(String, String), (i64, bool)>,
+) -> Result<(usize, usize), IngestError> {
+    let mut insert_package =
+        conn.prepare("INSERT INTO package (name, default_channel, message) VALUES (?1, ?2, ?3)")?;
+    let mut insert_channel = conn.prepare("INSERT INTO channel (package, name, head) VALUES (?1, ?2, ?3)")?;
+    let mut insert_bundle = conn.prepare(
+        "INSERT INTO bundle (package, name, has_image, manifest_id, common, csv_synth) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+    )?;
+    let mut insert_api =
+        conn.prepare("INSERT OR IGNORE INTO provided_api (grp, version, kind, bundle_id) VALUES (?1, ?2, ?3, ?4)")?;
+    let mut bundle_ids = HashMap::new();
+    let mut entries = Vec::new();
+    for pkg in model.packages.values() {
+        insert_package.execute(params![pkg.name, pkg.default_channel, encode_package(pkg).encode_to_vec()])?;
+        for ch in pkg.channels.values() {
+            insert_channel.execute(params![pkg.name, ch.name, ch.head])?;
+            for e in &ch.entries {
+                entries.push((ch.name.as_str(), pkg.name.as_str(), e, ch.head == e.name));
+            }
+        }
+        for b in pkg.bundles.values() {
+            let (manifest_id, has_csv) = manifests
+                .get(&(pkg.name.clone(), b.name.clone()))
+                .copied()
+                .ok_or_else(|| IngestError::Storage(format!("bundle {:?} lost its manifests", b.name)))?;
+            let bundle = BundleFacts::of(b);
+            let csv_synth = match (&bundle.csv_metadata, has_csv) {
+                (Some(meta), false) => {
+                    Some(catalog::csv::synthesize_csv(b, &bundle.version, meta, pkg).into_bytes())
+                }
+                _ => None,
+            };
+            let provided = bundle.provided.clone();
+            let common = bundle.encode_common(b, model.bundle_deprecation(&pkg.name, &b.name));
+            let id = insert_bundle.insert(params![
+                pkg.name,
+                b.name,
+                !b.image.is_empty(),
+                manifest_id,
+                common,
+                csv_synth
+            ])?;
+            for gvk in &provided {
+                insert_api.execute(params![gvk.group, gvk.version, gvk.kind, id])?;
+            }
+            bundle_ids.insert((pkg.name.as_str(), b.name.as_str()), id);
+        }
+    }
+    entries.sort_by(|a, b| (a.0, a.1, &a.2.name).cmp(&(b.0, b.1, &b.2.name)));
+    let mut insert_entry = conn.prepare(
+        "INSERT INTO entry (package, channel, bundle, bundle_id, replaces, is_head, tail, edges)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+    )?;
+    let mut insert_skip = conn.prepare("INSERT INTO skip (entry_id, ord, name) VALUES (?1, ?2, ?3)")?;
+    for (channel, pkg, e, is_head) in &entries {
+        let bundle_id = bundle_ids
+            .get(&(*pkg, e.name.as_str()))
+            .ok_or_else(|| IngestError::Storage(format!("entry {:?} has no bundle", e.name)))?;
+        let id = insert_entry.insert(params![
+            pkg,
+            channel,
+            e.name,
+            bundle_id,
+            e.replaces,
+            is_head,
+            encode_tail(channel, &e.skip_range),
+            encode_edges(&e.replaces, &e.skips)
+        ])?;
+        for (ord, skip) in e.skips.iter().enumerate() {
+            insert_skip.execute(params![id, ord as i64, skip])?;
+        }
+    }
+    Ok((bundle_ids.len(), entries.len()))
+}
+
+fn encode_package(pkg: &ModelPackage) -> api::Package {
+    api::Package {
+        name: pkg.name.clone(),
+        default_channel_name: pkg.default_channel.clone(),
+        channels: pkg
+            .channels
+            .values()
+            .map(|ch| api::Channel {
+                name: ch.name.clone(),
+                csv_name: ch.head.clone(),
+                deprecation: ch.deprecation.clone().map(|message| api::Deprecation { message }),
+            })
+            .collect(),
+        deprecation: pkg.deprecation.clone().map(|message| api::Deprecation { message }),
+    }
+}
+
+/// What the served fields of a bundle derive from its properties (registry-api.md §4.1).
+struct BundleFacts {
+    version: String,
+    provided: Vec<api::GroupVersionKind>,
+    required: Vec<api::GroupVersionKind>,
+    dependencies: Vec<api::Dependency>,
+    properties: Vec<api::Property>,
+    csv_metadata: Option<serde_json::Value>,
+}
+
+impl BundleFacts {
+    /// The model has validated every property already; one that still fails to parse is
+    /// served as an opaque property.
+    fn of(b: &Bundle) -> BundleFacts {
+        let mut facts = BundleFacts {
+            version: String::new(),
+            provided: Vec::new(),
+            required: Vec::new(),
+            dependencies: Vec::new(),
+            properties: Vec::new(),
+            csv_metadata: None,
+        };
+        let gvk = |group: &str, version: &str, kind: &str| api::GroupVersionKind {
+            group: group.to_owned(),
+            version: version.to_owned(),
+            kind: kind.to_owned(),
+            plural: String::new(),
+        };
+        for p in &b.properties {
+            match property::parse(p) {
+                Ok(Typed::CsvMetadata(v)) => {
+                    facts.csv_metadata = Some(v);
+                    continue;
+                }
+                Ok(Typed::BundleObject { .. }) => continue,
+                Ok(Typed::Package { version, .. }) => facts.version = version,
+                Ok(Typed::Gvk { group, version, kind }) => facts.provided.push(gvk(&group, &version, &kind)),
+                Ok(Typed::GvkRequired { group, version, kind }) => {
+                    facts.required.push(gvk(&group, &version, &kind));
+                    facts
+                        .dependencies
+                        .push(api::Dependency { r#type: "olm.gvk".to_owned(), value: p.value.clone() });
+                }
+                Ok(Typed::PackageRequired { package_name, version_range }) => {
+                    let value = serde_json::json!({"packageName": package_name, "version": version_range});
+                    facts.dependencies.push(api::Dependency {
+                        r#type: "olm.package".to_owned(),
+                        value: catalog::json::canonical(&value),
+                    });
+                }
+                _ => {}
+            }
+            facts.properties.push(api::Property { r#type: p.kind.clone(), value: p.value.clone() });
+        }
+        facts
+    }
+
+    fn encode_common(self, b: &Bundle, deprecation: Option<&str>) -> Vec<u8> {
+        api::Bundle {
+            csv_name: b.name.clone(),
+            package_name: b.package.clone(),
+            bundle_path: b.image.clone(),
+            version: self.version,
+            provided_apis: self.provided,
+            required_apis: self.required,
+            dependencies: self.dependencies,
+            properties: self.properties,
+            deprecation: deprecation.map(|m| api::Deprecation { message: m.to_owned() }),
+            ..Default::default()
+        }
+        .encode_to_vec()
+    }
+}

@@ -1,0 +1,167 @@
+//! `serve --cache-dir`: warm starts reuse the index; stale, corrupt and foreign caches are
+//! rebuilt with a warning; the strict flags fail as opm does.
+mod common;
+
+use common::{Server, run};
+use olm_registry::api::GetPackageRequest;
+use std::path::{Path, PathBuf};
+
+const INGESTED: &str = "catalog ingested";
+const REUSED: &str = "catalog unchanged, serving the cached index";
+
+fn example_copy() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/catalog");
+    for pkg in ["cache-operator", "queue-operator"] {
+        std::fs::create_dir(dir.path().join(pkg)).unwrap();
+        for f in std::fs::read_dir(src.join(pkg)).unwrap() {
+            let f = f.unwrap();
+            std::fs::copy(f.path(), dir.path().join(pkg).join(f.file_name())).unwrap();
+        }
+    }
+    dir
+}
+
+fn index_file(cache: &Path) -> PathBuf {
+    cache.join("olm-registry.v1/index.db")
+}
+
+async fn default_channel(server: &Server, package: &str) -> String {
+    let mut c = server.client().await;
+    c.get_package(GetPackageRequest { name: package.into() }).await.unwrap().into_inner().default_channel_name
+}
+
+/// Starts, answers, stops cleanly, and returns the log.
+async fn serve_once(catalog: &Path, cache: &Path) -> String {
+    let mut server = Server::serving(catalog, &["--cache-dir", cache.to_str().unwrap()]).await;
+    assert_eq!(default_channel(&server, "queue-operator").await, "stable");
+    server.signal("TERM");
+    assert_eq!(server.wait().await.code(), Some(0));
+    server.log()
+}
+
+#[tokio::test]
+async fn warm_start_reuses_the_index_without_ingesting() {
+    let catalog = example_copy();
+    let cache = tempfile::tempdir().unwrap();
+    let cold = serve_once(catalog.path(), cache.path()).await;
+    assert!(cold.contains(INGESTED), "{cold}");
+    let built = std::fs::metadata(index_file(cache.path())).unwrap().modified().unwrap();
+
+    let warm = serve_once(catalog.path(), cache.path()).await;
+    assert!(warm.contains(REUSED), "{warm}");
+    assert!(!warm.contains(INGESTED), "{warm}");
+    assert_eq!(std::fs::metadata(index_file(cache.path())).unwrap().modified().unwrap(), built);
+}
+
+#[tokio::test]
+async fn a_changed_catalog_rebuilds_the_cache() {
+    let catalog = example_copy();
+    let cache = tempfile::tempdir().unwrap();
+    serve_once(catalog.path(), cache.path()).await;
+
+    let file = catalog.path().join("queue-operator/catalog.json");
+    let text = std::fs::read_to_string(&file).unwrap();
+    std::fs::write(&file, text.replace("\"defaultChannel\": \"stable\"", "\"defaultChannel\": \"stable\" ")).unwrap();
+    let log = serve_once(catalog.path(), cache.path()).await;
+    assert!(log.contains("cache requires rebuild"), "{log}");
+    assert!(log.contains(INGESTED), "{log}");
+}
+
+#[tokio::test]
+async fn a_corrupt_or_truncated_cache_is_rebuilt() {
+    let catalog = example_copy();
+    let cache = tempfile::tempdir().unwrap();
+    serve_once(catalog.path(), cache.path()).await;
+
+    std::fs::write(index_file(cache.path()), b"this is not a database").unwrap();
+    let log = serve_once(catalog.path(), cache.path()).await;
+    assert!(log.contains("unusable cached index"), "{log}");
+    assert!(log.contains(INGESTED), "{log}");
+
+    let bytes = std::fs::read(index_file(cache.path())).unwrap();
+    std::fs::write(index_file(cache.path()), &bytes[..bytes.len() / 2]).unwrap();
+    let log = serve_once(catalog.path(), cache.path()).await;
+    assert!(log.contains("unusable cached index"), "{log}");
+    assert!(log.contains(INGESTED), "{log}");
+}
+
+#[tokio::test]
+async fn an_opm_cache_is_left_alone_and_ours_is_built_beside_it() {
+    let catalog = example_copy();
+    let cache = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(cache.path().join("pogreb.v1/db")).unwrap();
+    std::fs::write(cache.path().join("pogreb.v1/digest"), "0123456789abcdef").unwrap();
+    let log = serve_once(catalog.path(), cache.path()).await;
+    assert!(log.contains("cache directory holds another format (pogreb.v1)"), "{log}");
+    assert!(cache.path().join("pogreb.v1/digest").exists());
+    assert!(index_file(cache.path()).exists());
+}
+
+#[test]
+fn enforced_integrity_fails_on_a_missing_or_stale_cache() {
+    let catalog = example_copy();
+    let cache = tempfile::tempdir().unwrap();
+    let termination = cache.path().join("termination-log");
+    let args = |extra: &[&str]| {
+        let mut v = vec![
+            "serve".to_string(),
+            catalog.path().display().to_string(),
+            "-p".into(),
+            "127.0.0.1:0".into(),
+            "-t".into(),
+            termination.display().to_string(),
+            "--cache-dir".into(),
+            cache.path().display().to_string(),
+        ];
+        v.extend(extra.iter().map(|s| s.to_string()));
+        v
+    };
+    let call = |extra: &[&str]| {
+        let owned = args(extra);
+        run(&owned.iter().map(String::as_str).collect::<Vec<_>>())
+    };
+
+    let (code, _, stderr) = call(&["--cache-enforce-integrity"]);
+    assert_eq!(code, 1, "{stderr}");
+    let written = std::fs::read_to_string(&termination).unwrap();
+    assert!(written.starts_with("integrity check failed: cache requires rebuild: "), "{written}");
+
+    // --cache-only builds the cache and exits without serving.
+    let (code, _, stderr) = call(&["--cache-only"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(!stderr.contains("listening on"), "{stderr}");
+    assert!(index_file(cache.path()).exists());
+    // Now the strict start succeeds as far as the cache goes: it binds and serves. Checked by
+    // --cache-only again, which with integrity enforced only verifies.
+    let (code, _, stderr) = call(&["--cache-only", "--cache-enforce-integrity"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stderr.contains("cache is up to date"), "{stderr}");
+
+    let file = catalog.path().join("cache-operator/catalog.yaml");
+    let text = std::fs::read_to_string(&file).unwrap();
+    std::fs::write(&file, format!("{text}\n# edited\n")).unwrap();
+    let (code, _, stderr) = call(&["--cache-only", "--cache-enforce-integrity=true"]);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(stderr.contains("integrity check failed: cache requires rebuild: cache reports digest as"), "{stderr}");
+}
+
+#[test]
+fn enforce_integrity_needs_a_cache_dir() {
+    let catalog = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/catalog");
+    let dir = tempfile::tempdir().unwrap();
+    let termination = dir.path().join("t");
+    let (code, _, stderr) = run(&[
+        "serve",
+        catalog.to_str().unwrap(),
+        "-t",
+        termination.to_str().unwrap(),
+        "--cache-enforce-integrity",
+    ]);
+    assert_eq!(code, 1);
+    assert!(stderr.contains("--cache-dir must be specified with --cache-enforce-integrity"), "{stderr}");
+    assert_eq!(
+        std::fs::read_to_string(termination).unwrap(),
+        "--cache-dir must be specified with --cache-enforce-integrity\n"
+    );
+}

@@ -1,0 +1,175 @@
+//! Test harness: runs the real `olm-registry` binary on an ephemeral 127.0.0.1 port and talks
+//! to it with real gRPC clients.
+#![allow(dead_code)]
+
+use olm_registry::api::registry_client::RegistryClient;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::{Arc, Mutex, mpsc};
+use std::time::Duration;
+use tonic::transport::Channel;
+use tonic_health::pb::HealthCheckRequest;
+use tonic_health::pb::health_check_response::ServingStatus;
+use tonic_health::pb::health_client::HealthClient;
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_olm-registry");
+
+/// How long a test waits for the server to say something before failing (a bound, not a sleep).
+const PATIENCE: Duration = Duration::from_secs(120);
+
+/// `../shared/testdata/<rel>`, or None (with a loud note) when the shared corpora are absent.
+pub fn shared_testdata(rel: &str) -> Option<PathBuf> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/testdata").join(rel);
+    if path.exists() {
+        Some(path)
+    } else {
+        eprintln!(
+            "\n!!! SKIPPED: {} is absent; this conformance test needs ../shared beside the repo !!!\n",
+            path.display()
+        );
+        None
+    }
+}
+
+pub fn fixture(rel: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(rel)
+}
+
+/// A running `olm-registry serve`.
+pub struct Server {
+    child: Option<Child>,
+    pub addr: String,
+    pub termination_log: PathBuf,
+    log: Arc<Mutex<Vec<String>>>,
+    _dir: tempfile::TempDir,
+}
+
+impl Server {
+    /// Starts `serve <catalog>` with extra flags and waits until the port is bound.
+    pub fn start(catalog: &Path, extra: &[&str]) -> Server {
+        let dir = tempfile::tempdir().unwrap();
+        let termination_log = dir.path().join("termination-log");
+        let mut child = Command::new(BIN)
+            .arg("serve")
+            .arg(catalog)
+            .args(["-p", "127.0.0.1:0", "-t"])
+            .arg(&termination_log)
+            .args(extra)
+            .env("RUST_LOG", "info")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start olm-registry");
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let (tx, rx) = mpsc::channel();
+        let stderr = child.stderr.take().unwrap();
+        let sink = log.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                if let Some(addr) = line.split("listening on ").nth(1) {
+                    let _ = tx.send(addr.trim().to_owned());
+                }
+                sink.lock().unwrap().push(line);
+            }
+        });
+        let addr = rx.recv_timeout(PATIENCE).unwrap_or_else(|_| {
+            panic!("server did not report its address; log:\n{}", log.lock().unwrap().join("\n"))
+        });
+        Server { child: Some(child), addr, termination_log, log, _dir: dir }
+    }
+
+    /// Starts a server and waits until it reports SERVING.
+    pub async fn serving(catalog: &Path, extra: &[&str]) -> Server {
+        let server = Server::start(catalog, extra);
+        server.wait_for_status(ServingStatus::Serving).await;
+        server
+    }
+
+    pub fn log(&self) -> String {
+        self.log.lock().unwrap().join("\n")
+    }
+
+    pub async fn channel(&self) -> Channel {
+        Channel::from_shared(format!("http://{}", self.addr)).unwrap().connect().await.unwrap()
+    }
+
+    pub async fn client(&self) -> RegistryClient<Channel> {
+        RegistryClient::new(self.channel().await).max_decoding_message_size(usize::MAX)
+    }
+
+    pub async fn health(&self) -> HealthClient<Channel> {
+        HealthClient::new(self.channel().await)
+    }
+
+    /// Follows the health Watch stream until `want` (no polling).
+    pub async fn wait_for_status(&self, want: ServingStatus) {
+        let mut health = self.health().await;
+        let mut updates = health
+            .watch(HealthCheckRequest { service: String::new() })
+            .await
+            .expect("health watch")
+            .into_inner();
+        let result = tokio::time::timeout(PATIENCE, async {
+            while let Some(update) = updates.message().await.expect("health update") {
+                if update.status == want as i32 {
+                    return;
+                }
+            }
+            panic!("health stream ended before {want:?}");
+        })
+        .await;
+        if result.is_err() {
+            panic!("no {want:?} within {PATIENCE:?}; log:\n{}", self.log());
+        }
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().expect("running").id()
+    }
+
+    pub fn signal(&self, name: &str) {
+        let status = Command::new("kill")
+            .args([&format!("-{name}"), &self.pid().to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success());
+    }
+
+    /// Waits for the process to exit, on a blocking thread so that this test's runtime keeps
+    /// driving its connections (a graceful stop waits for clients to close them).
+    pub async fn wait(&mut self) -> ExitStatus {
+        let mut child = self.child.take().expect("running");
+        let (child, status) = tokio::task::spawn_blocking(move || {
+            let status = child.wait().unwrap();
+            (child, status)
+        })
+        .await
+        .unwrap();
+        self.child = Some(child);
+        status
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Some(child) = &mut self.child {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// Runs the binary to completion: (exit code, stdout, stderr).
+pub fn run(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(BIN)
+        .args(args)
+        .env("RUST_LOG", "info")
+        .output()
+        .expect("run olm-registry");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}

@@ -1,0 +1,252 @@
+//! Start-up, readiness, reflection and shutdown of `serve`, as a CatalogSource pod needs them.
+mod common;
+
+use common::Server;
+use olm_registry::api::{GetPackageRequest, ListBundlesRequest};
+use std::io::Write;
+use std::path::Path;
+use tonic_health::pb::HealthCheckRequest;
+use tonic_health::pb::health_check_response::ServingStatus;
+
+fn write(path: &Path, text: &str) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
+/// A catalog of one package with `n` bundles in one channel, each bundle without an image and
+/// with a manifest of about `manifest_bytes`, so that ListBundles streams every manifest.
+pub fn generated_catalog(dir: &Path, n: usize, manifest_bytes: usize) {
+    use base64::Engine;
+    let mut out = String::new();
+    out.push_str(r#"{"schema":"olm.package","name":"big","defaultChannel":"stable"}"#);
+    let entries: Vec<String> = (0..n)
+        .map(|i| {
+            if i == 0 {
+                format!(r#"{{"name":"big.v{i}.0.0"}}"#)
+            } else {
+                format!(r#"{{"name":"big.v{i}.0.0","replaces":"big.v{}.0.0"}}"#, i - 1)
+            }
+        })
+        .collect();
+    out.push_str(&format!(r#"{{"schema":"olm.channel","name":"stable","package":"big","entries":[{}]}}"#, entries.join(",")));
+    for i in 0..n {
+        let csv = format!(
+            r#"{{"apiVersion":"operators.coreos.com/v1alpha1","kind":"ClusterServiceVersion","metadata":{{"name":"big.v{i}.0.0"}},"spec":{{"description":"{}"}}}}"#,
+            "x".repeat(manifest_bytes)
+        );
+        let data = base64::engine::general_purpose::STANDARD.encode(csv);
+        out.push_str(&format!(
+            r#"{{"schema":"olm.bundle","name":"big.v{i}.0.0","package":"big","image":"","properties":[{{"type":"olm.package","value":{{"packageName":"big","version":"{i}.0.0"}}}},{{"type":"olm.bundle.object","value":{{"data":"{data}"}}}}]}}"#
+        ));
+        out.push('\n');
+    }
+    write(&dir.join("big/catalog.json"), &out);
+}
+
+async fn status(server: &Server) -> i32 {
+    server
+        .health()
+        .await
+        .check(HealthCheckRequest { service: "Registry".into() })
+        .await
+        .unwrap()
+        .into_inner()
+        .status
+}
+
+/// The port answers before the catalog is loaded: health says NOT_SERVING, registry calls
+/// wait instead of failing, and both turn to answers once the catalog is in.
+#[tokio::test]
+async fn not_serving_until_loaded_and_calls_wait_for_the_catalog() {
+    let dir = tempfile::tempdir().unwrap();
+    let catalog = dir.path();
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/catalog/queue-operator/catalog.json"),
+        catalog.join("catalog.json"),
+    )
+    .unwrap();
+    // A named pipe that the digest of the catalog must read: loading blocks until we write it.
+    let gate = catalog.join("gate");
+    assert!(std::process::Command::new("mkfifo").arg(&gate).status().unwrap().success());
+    write(&catalog.join(".indexignore"), "gate\n");
+
+    let server = Server::start(catalog, &[]);
+    assert_eq!(status(&server).await, ServingStatus::NotServing as i32);
+    assert_eq!(probe(&server.addr).0, 4);
+    let mut client = server.client().await;
+    let waiting = tokio::spawn(async move { client.get_package(GetPackageRequest { name: "queue-operator".into() }).await });
+
+    let mut pipe = std::fs::OpenOptions::new().write(true).open(&gate).unwrap();
+    pipe.write_all(b"open the gate").unwrap();
+    drop(pipe);
+
+    server.wait_for_status(ServingStatus::Serving).await;
+    let package = waiting.await.unwrap().unwrap().into_inner();
+    assert_eq!(package.name, "queue-operator");
+    assert_eq!(package.default_channel_name, "stable");
+    assert_eq!(status(&server).await, ServingStatus::Serving as i32);
+    assert_eq!(probe(&server.addr), (0, "status: SERVING\n".to_string()));
+}
+
+/// Runs the binary under the name OLM's probes use: (exit code, stdout).
+fn probe(addr: &str) -> (i32, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let link = dir.path().join("grpc_health_probe");
+    std::os::unix::fs::symlink(common::BIN, &link).unwrap();
+    let out = std::process::Command::new(&link).arg(format!("-addr={addr}")).output().unwrap();
+    (out.status.code().unwrap(), String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+#[test]
+fn health_probe_reports_connection_failure() {
+    // A port that was free a moment ago: nothing listens there.
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    assert_eq!(probe(&format!("127.0.0.1:{port}")).0, 2);
+}
+
+async fn reflection_services_v1(server: &Server) -> Vec<String> {
+    use tonic_reflection::pb::v1::server_reflection_client::ServerReflectionClient;
+    use tonic_reflection::pb::v1::server_reflection_request::MessageRequest;
+    use tonic_reflection::pb::v1::server_reflection_response::MessageResponse;
+    use tonic_reflection::pb::v1::ServerReflectionRequest;
+    let mut client = ServerReflectionClient::new(server.channel().await);
+    let req = ServerReflectionRequest { host: String::new(), message_request: Some(MessageRequest::ListServices(String::new())) };
+    let mut responses = client.server_reflection_info(tokio_stream::iter(vec![req])).await.unwrap().into_inner();
+    let response = responses.message().await.unwrap().unwrap();
+    match response.message_response {
+        Some(MessageResponse::ListServicesResponse(list)) => {
+            let mut names: Vec<_> = list.service.into_iter().map(|s| s.name).collect();
+            names.sort();
+            names
+        }
+        other => panic!("unexpected reflection answer {other:?}"),
+    }
+}
+
+async fn reflection_services_v1alpha(server: &Server) -> Vec<String> {
+    use tonic_reflection::pb::v1alpha::server_reflection_client::ServerReflectionClient;
+    use tonic_reflection::pb::v1alpha::server_reflection_request::MessageRequest;
+    use tonic_reflection::pb::v1alpha::server_reflection_response::MessageResponse;
+    use tonic_reflection::pb::v1alpha::ServerReflectionRequest;
+    let mut client = ServerReflectionClient::new(server.channel().await);
+    let req = ServerReflectionRequest { host: String::new(), message_request: Some(MessageRequest::ListServices(String::new())) };
+    let mut responses = client.server_reflection_info(tokio_stream::iter(vec![req])).await.unwrap().into_inner();
+    let response = responses.message().await.unwrap().unwrap();
+    match response.message_response {
+        Some(MessageResponse::ListServicesResponse(list)) => {
+            let mut names: Vec<_> = list.service.into_iter().map(|s| s.name).collect();
+            names.sort();
+            names
+        }
+        other => panic!("unexpected reflection answer {other:?}"),
+    }
+}
+
+/// The file that defines `api.Registry`, as reflection v1alpha describes it (what old grpcurl uses).
+async fn describe_registry_v1alpha(server: &Server) -> prost_types::FileDescriptorProto {
+    use prost::Message;
+    use tonic_reflection::pb::v1alpha::server_reflection_client::ServerReflectionClient;
+    use tonic_reflection::pb::v1alpha::server_reflection_request::MessageRequest;
+    use tonic_reflection::pb::v1alpha::server_reflection_response::MessageResponse;
+    use tonic_reflection::pb::v1alpha::ServerReflectionRequest;
+    let mut client = ServerReflectionClient::new(server.channel().await);
+    let req = ServerReflectionRequest {
+        host: String::new(),
+        message_request: Some(MessageRequest::FileContainingSymbol("api.Registry".into())),
+    };
+    let mut responses = client.server_reflection_info(tokio_stream::iter(vec![req])).await.unwrap().into_inner();
+    match responses.message().await.unwrap().unwrap().message_response {
+        Some(MessageResponse::FileDescriptorResponse(files)) => files
+            .file_descriptor_proto
+            .iter()
+            .map(|b| prost_types::FileDescriptorProto::decode(b.as_slice()).unwrap())
+            .find(|f| f.package() == "api")
+            .expect("the api file"),
+        other => panic!("unexpected reflection answer {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn reflection_lists_every_service_on_v1_and_v1alpha() {
+    let catalog = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/catalog");
+    let server = Server::serving(&catalog, &[]).await;
+    let want = [
+        "api.ExperimentalRegistry",
+        "api.Registry",
+        "grpc.health.v1.Health",
+        "grpc.reflection.v1.ServerReflection",
+        "grpc.reflection.v1alpha.ServerReflection",
+    ];
+    assert_eq!(reflection_services_v1(&server).await, want);
+    assert_eq!(reflection_services_v1alpha(&server).await, want);
+    let file = describe_registry_v1alpha(&server).await;
+    let registry = file.service.iter().find(|s| s.name() == "Registry").unwrap();
+    let methods: Vec<_> = registry.method.iter().map(|m| m.name()).collect();
+    assert_eq!(
+        methods,
+        [
+            "ListPackages",
+            "GetPackage",
+            "GetBundle",
+            "GetBundleForChannel",
+            "GetChannelEntriesThatReplace",
+            "GetBundleThatReplaces",
+            "GetChannelEntriesThatProvide",
+            "GetLatestChannelEntriesThatProvide",
+            "GetDefaultBundleThatProvides",
+            "ListBundles",
+        ]
+    );
+    let bundle = file.message_type.iter().find(|m| m.name() == "Bundle").unwrap();
+    let fields: Vec<_> = bundle.field.iter().map(|f| (f.name(), f.number())).collect();
+    assert_eq!(
+        fields,
+        [
+            ("csvName", 1),
+            ("packageName", 2),
+            ("channelName", 3),
+            ("csvJson", 4),
+            ("object", 5),
+            ("bundlePath", 6),
+            ("providedApis", 7),
+            ("requiredApis", 8),
+            ("version", 9),
+            ("skipRange", 10),
+            ("dependencies", 11),
+            ("properties", 12),
+            ("replaces", 13),
+            ("skips", 14),
+            ("deprecation", 15),
+        ]
+    );
+}
+
+/// SIGTERM while a ListBundles stream is in flight: the stream completes, the process exits 0.
+#[tokio::test]
+async fn sigterm_lets_a_list_bundles_stream_finish() {
+    let dir = tempfile::tempdir().unwrap();
+    generated_catalog(dir.path(), 1500, 20_000);
+    let mut server = Server::serving(dir.path(), &["--shutdown-grace", "60s"]).await;
+    let mut client = server.client().await;
+    let mut stream = client.list_bundles(ListBundlesRequest {}).await.unwrap().into_inner();
+    let first = stream.message().await.unwrap().unwrap();
+    assert_eq!(first.package_name, "big");
+    server.signal("TERM");
+    let mut count = 1;
+    while let Some(b) = stream.message().await.unwrap() {
+        assert_eq!(b.object.len(), 1, "{}", b.csv_name);
+        count += 1;
+    }
+    assert_eq!(count, 1500);
+    let status = server.wait().await;
+    assert_eq!(status.code(), Some(0), "log:\n{}", server.log());
+    assert!(server.log().contains("received SIGTERM"));
+}
+
+#[tokio::test]
+async fn sigint_on_an_idle_server_exits_zero() {
+    let catalog = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/catalog");
+    let mut server = Server::serving(&catalog, &[]).await;
+    server.signal("INT");
+    assert_eq!(server.wait().await.code(), Some(0), "log:\n{}", server.log());
+}
