@@ -1,5 +1,11 @@
 //! File-based catalogs: the document types, the directory loader, the validated model and
 //! the writer. Depends on nothing else in this crate.
+//!
+//! - [`walk`] finds a catalog's files and loads them; [`decode`] turns one file into
+//!   [`Document`]s; [`json`] is the Go-compatible canonical JSON all values are kept in.
+//! - [`property`] reads typed property values; [`model`] assembles and validates the graph;
+//!   [`csv`] synthesises a CSV from `olm.csv.metadata`; [`semver`] is blang's grammar.
+//! - [`write`] prints a catalog as upstream's `render` does.
 pub mod csv;
 pub mod decode;
 mod fields;

@@ -4,8 +4,10 @@
 //! Problems are collected, never thrown one at a time. Those found while assembling the model
 //! (upstream's conversion errors, which name their objects themselves) sit at the top of the
 //! tree with the document they were found in; the rest sit under the package, channel and
-//! bundle they concern. Upstream stops at the first conversion error; here assembly goes on
-//! past it, skipping only the offending document, so that one run reports everything.
+//! bundle they concern: a bundle's own problems once under its package, the problems of its
+//! entry in a channel under that channel. Upstream stops at the first conversion error; here
+//! assembly goes on past it, skipping only the offending document, so that one run reports
+//! everything.
 use super::graph;
 use super::image_ref::validate_pull_spec;
 use super::problems::Object;

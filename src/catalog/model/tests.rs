@@ -605,5 +605,37 @@ fn shared_catalogs_build() {
                 .all(|p| p.channels.values().all(|c| !c.head.is_empty())),
             "{dir}"
         );
+        if dir.ends_with("v4.20") {
+            check_real_quirks(&model);
+        }
     }
+}
+
+/// Real content that must survive loading as written.
+fn check_real_quirks(model: &Model) {
+    // An unquoted YAML timestamp keeps its raw text.
+    let created: Vec<String> = model.packages["rabbitmq-cluster-operator"]
+        .bundles
+        .values()
+        .flat_map(|b| &b.properties)
+        .filter_map(|p| match property::parse(p) {
+            Ok(Typed::CsvMetadata(meta)) => {
+                meta["annotations"]["createdAt"].as_str().map(str::to_owned)
+            }
+            _ => None,
+        })
+        .collect();
+    assert!(
+        created.iter().any(|c| c == "2025-06-24T14:07:09"),
+        "{created:?}"
+    );
+    // Long skips lists are kept whole, in order.
+    let longest = model
+        .packages
+        .values()
+        .flat_map(|p| p.channels.values())
+        .flat_map(|c| &c.entries)
+        .map(|e| e.skips.len())
+        .max();
+    assert!(longest >= Some(20), "{longest:?}");
 }
