@@ -8,8 +8,11 @@ fn main() {
     println!("cargo:rerun-if-changed=proto");
     let out = PathBuf::from(env::var("OUT_DIR").expect("OUT_DIR"));
     let fds = protox::compile(["registry.proto"], ["proto"]).expect("compile proto/");
-    fs::write(out.join("registry_descriptor.bin"), prost::Message::encode_to_vec(&fds))
-        .expect("write descriptor set");
+    fs::write(
+        out.join("registry_descriptor.bin"),
+        prost::Message::encode_to_vec(&fds),
+    )
+    .expect("write descriptor set");
 
     let client_dir = out.join("client");
     let server_dir = out.join("server");

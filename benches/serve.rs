@@ -25,10 +25,17 @@ struct Options {
 
 fn options() -> Options {
     let mut args = std::env::args().skip(1).filter(|a| a != "--bench");
-    let mut opts = Options { catalog: PathBuf::new(), callers: 32, seconds: 10, connections: 4 };
+    let mut opts = Options {
+        catalog: PathBuf::new(),
+        callers: 32,
+        seconds: 10,
+        connections: 4,
+    };
     while let Some(a) = args.next() {
         let mut value = |name: &str| -> usize {
-            args.next().and_then(|v| v.parse().ok()).unwrap_or_else(|| panic!("{name} needs a number"))
+            args.next()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or_else(|| panic!("{name} needs a number"))
         };
         match a.as_str() {
             "--callers" => opts.callers = value("--callers"),
@@ -38,7 +45,9 @@ fn options() -> Options {
         }
     }
     if opts.catalog.as_os_str().is_empty() {
-        eprintln!("usage: cargo bench --bench serve -- <fbc-dir> [--callers N] [--seconds N] [--connections N]");
+        eprintln!(
+            "usage: cargo bench --bench serve -- <fbc-dir> [--callers N] [--seconds N] [--connections N]"
+        );
         std::process::exit(2);
     }
     opts
@@ -74,8 +83,23 @@ fn start(catalog: &Path, cache: &Path) -> Running {
             }
         }
     });
-    let addr = rx.recv_timeout(Duration::from_secs(60)).expect("server address");
+    let addr = rx
+        .recv_timeout(Duration::from_secs(60))
+        .expect("server address");
     Running { child, addr }
+}
+
+/// CPU seconds (user + system) a process has used so far.
+fn cpu_seconds(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // Fields after the command name, which is in parentheses and may hold spaces.
+    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let fields: Vec<f64> = rest
+        .split_whitespace()
+        .map(|f| f.parse().unwrap_or(0.0))
+        .collect();
+    let ticks = fields.get(11).copied().unwrap_or(0.0) + fields.get(12).copied().unwrap_or(0.0);
+    ticks / 100.0
 }
 
 /// (VmHWM, VmRSS) of a process, in MiB.
@@ -93,12 +117,22 @@ fn memory(pid: u32) -> (f64, f64) {
 }
 
 async fn channel(addr: &str) -> Channel {
-    Channel::from_shared(format!("http://{addr}")).unwrap().connect().await.unwrap()
+    Channel::from_shared(format!("http://{addr}"))
+        .unwrap()
+        .connect()
+        .await
+        .unwrap()
 }
 
 async fn wait_serving(addr: &str) {
     let mut health = HealthClient::new(channel(addr).await);
-    let mut updates = health.watch(HealthCheckRequest { service: String::new() }).await.unwrap().into_inner();
+    let mut updates = health
+        .watch(HealthCheckRequest {
+            service: String::new(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
     while let Some(u) = updates.message().await.unwrap() {
         if u.status == ServingStatus::Serving as i32 {
             return;
@@ -113,7 +147,11 @@ fn dir_size(path: &Path) -> u64 {
                 .filter_map(Result::ok)
                 .map(|e| {
                     let meta = e.metadata().unwrap();
-                    if meta.is_dir() { dir_size(&e.path()) } else { meta.len() }
+                    if meta.is_dir() {
+                        dir_size(&e.path())
+                    } else {
+                        meta.len()
+                    }
                 })
                 .sum()
         })
@@ -128,7 +166,11 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
 async fn main() {
     let opts = options();
     let cache = tempfile::tempdir().unwrap();
-    println!("catalog: {} ({:.0} MiB)", opts.catalog.display(), dir_size(&opts.catalog) as f64 / 1048576.0);
+    println!(
+        "catalog: {} ({:.0} MiB)",
+        opts.catalog.display(),
+        dir_size(&opts.catalog) as f64 / 1048576.0
+    );
 
     // Cold start: ingest into an empty cache directory.
     let t = Instant::now();
@@ -136,16 +178,27 @@ async fn main() {
     wait_serving(&server.addr).await;
     let cold = t.elapsed();
     let (cold_peak, cold_rss) = memory(server.child.id());
-    println!("cold start to SERVING: {:.2} s, peak RSS {cold_peak:.0} MiB, RSS after {cold_rss:.0} MiB", cold.as_secs_f64());
-    println!("index on disk: {:.0} MiB", dir_size(cache.path()) as f64 / 1048576.0);
+    println!(
+        "cold start to SERVING: {:.2} s, peak RSS {cold_peak:.0} MiB, RSS after {cold_rss:.0} MiB",
+        cold.as_secs_f64()
+    );
+    println!(
+        "index on disk: {:.0} MiB",
+        dir_size(cache.path()) as f64 / 1048576.0
+    );
 
     // ListBundles, three times; the keys of the bundles feed the GetBundle load.
-    let mut client = RegistryClient::new(channel(&server.addr).await).max_decoding_message_size(usize::MAX);
+    let mut client =
+        RegistryClient::new(channel(&server.addr).await).max_decoding_message_size(usize::MAX);
     let mut keys = Vec::new();
     let mut best = Duration::MAX;
     for round in 0..3 {
         let t = Instant::now();
-        let mut stream = client.list_bundles(ListBundlesRequest {}).await.unwrap().into_inner();
+        let mut stream = client
+            .list_bundles(ListBundlesRequest {})
+            .await
+            .unwrap()
+            .into_inner();
         let mut n = 0;
         while let Some(b) = stream.message().await.unwrap() {
             if round == 0 {
@@ -169,7 +222,8 @@ async fn main() {
     let mut tasks = Vec::new();
     for caller in 0..opts.callers {
         let keys = keys.clone();
-        let mut client = RegistryClient::new(channels[caller % channels.len()].clone()).max_decoding_message_size(usize::MAX);
+        let mut client = RegistryClient::new(channels[caller % channels.len()].clone())
+            .max_decoding_message_size(usize::MAX);
         tasks.push(tokio::spawn(async move {
             let mut latencies = Vec::new();
             let mut bytes = 0usize;
@@ -179,17 +233,23 @@ async fn main() {
                 i += 1;
                 let t = Instant::now();
                 let bundle = client
-                    .get_bundle(GetBundleRequest { pkg_name: p.clone(), channel_name: c.clone(), csv_name: b.clone() })
+                    .get_bundle(GetBundleRequest {
+                        pkg_name: p.clone(),
+                        channel_name: c.clone(),
+                        csv_name: b.clone(),
+                    })
                     .await
                     .unwrap()
                     .into_inner();
                 latencies.push(t.elapsed());
-                bytes += bundle.csv_json.len() + bundle.object.iter().map(String::len).sum::<usize>();
+                bytes +=
+                    bundle.csv_json.len() + bundle.object.iter().map(String::len).sum::<usize>();
             }
             (latencies, bytes)
         }));
     }
     let started = Instant::now();
+    let server_cpu = cpu_seconds(server.child.id());
     let mut latencies = Vec::new();
     let mut bytes = 0;
     for t in tasks {
@@ -198,9 +258,10 @@ async fn main() {
         bytes += b;
     }
     let elapsed = started.elapsed().as_secs_f64();
+    let server_cores = (cpu_seconds(server.child.id()) - server_cpu) / elapsed;
     latencies.sort();
     println!(
-        "GetBundle x{} callers: {:.0} calls/s, p50 {:.2} ms, p99 {:.2} ms, {:.0} MiB/s of manifests",
+        "GetBundle x{} callers: {:.0} calls/s, p50 {:.2} ms, p99 {:.2} ms, {:.0} MiB/s of manifests, server used {server_cores:.2} cores",
         opts.callers,
         latencies.len() as f64 / elapsed,
         percentile(&latencies, 0.50).as_secs_f64() * 1e3,
@@ -217,5 +278,8 @@ async fn main() {
     wait_serving(&server.addr).await;
     let warm = t.elapsed();
     let (warm_peak, warm_rss) = memory(server.child.id());
-    println!("warm start to SERVING: {:.3} s, peak RSS {warm_peak:.0} MiB, RSS {warm_rss:.0} MiB", warm.as_secs_f64());
+    println!(
+        "warm start to SERVING: {:.3} s, peak RSS {warm_peak:.0} MiB, RSS {warm_rss:.0} MiB",
+        warm.as_secs_f64()
+    );
 }

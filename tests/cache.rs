@@ -28,7 +28,13 @@ fn index_file(cache: &Path) -> PathBuf {
 
 async fn default_channel(server: &Server, package: &str) -> String {
     let mut c = server.client().await;
-    c.get_package(GetPackageRequest { name: package.into() }).await.unwrap().into_inner().default_channel_name
+    c.get_package(GetPackageRequest {
+        name: package.into(),
+    })
+    .await
+    .unwrap()
+    .into_inner()
+    .default_channel_name
 }
 
 /// Starts, answers, stops cleanly, and returns the log.
@@ -46,12 +52,21 @@ async fn warm_start_reuses_the_index_without_ingesting() {
     let cache = tempfile::tempdir().unwrap();
     let cold = serve_once(catalog.path(), cache.path()).await;
     assert!(cold.contains(INGESTED), "{cold}");
-    let built = std::fs::metadata(index_file(cache.path())).unwrap().modified().unwrap();
+    let built = std::fs::metadata(index_file(cache.path()))
+        .unwrap()
+        .modified()
+        .unwrap();
 
     let warm = serve_once(catalog.path(), cache.path()).await;
     assert!(warm.contains(REUSED), "{warm}");
     assert!(!warm.contains(INGESTED), "{warm}");
-    assert_eq!(std::fs::metadata(index_file(cache.path())).unwrap().modified().unwrap(), built);
+    assert_eq!(
+        std::fs::metadata(index_file(cache.path()))
+            .unwrap()
+            .modified()
+            .unwrap(),
+        built
+    );
 }
 
 #[tokio::test]
@@ -62,7 +77,14 @@ async fn a_changed_catalog_rebuilds_the_cache() {
 
     let file = catalog.path().join("queue-operator/catalog.json");
     let text = std::fs::read_to_string(&file).unwrap();
-    std::fs::write(&file, text.replace("\"defaultChannel\": \"stable\"", "\"defaultChannel\": \"stable\" ")).unwrap();
+    std::fs::write(
+        &file,
+        text.replace(
+            "\"defaultChannel\": \"stable\"",
+            "\"defaultChannel\": \"stable\" ",
+        ),
+    )
+    .unwrap();
     let log = serve_once(catalog.path(), cache.path()).await;
     assert!(log.contains("cache requires rebuild"), "{log}");
     assert!(log.contains(INGESTED), "{log}");
@@ -93,7 +115,10 @@ async fn an_opm_cache_is_left_alone_and_ours_is_built_beside_it() {
     std::fs::create_dir_all(cache.path().join("pogreb.v1/db")).unwrap();
     std::fs::write(cache.path().join("pogreb.v1/digest"), "0123456789abcdef").unwrap();
     let log = serve_once(catalog.path(), cache.path()).await;
-    assert!(log.contains("cache directory holds another format (pogreb.v1)"), "{log}");
+    assert!(
+        log.contains("cache directory holds another format (pogreb.v1)"),
+        "{log}"
+    );
     assert!(cache.path().join("pogreb.v1/digest").exists());
     assert!(index_file(cache.path()).exists());
 }
@@ -125,7 +150,10 @@ fn enforced_integrity_fails_on_a_missing_or_stale_cache() {
     let (code, _, stderr) = call(&["--cache-enforce-integrity"]);
     assert_eq!(code, 1, "{stderr}");
     let written = std::fs::read_to_string(&termination).unwrap();
-    assert!(written.starts_with("integrity check failed: cache requires rebuild: "), "{written}");
+    assert!(
+        written.starts_with("integrity check failed: cache requires rebuild: "),
+        "{written}"
+    );
 
     // --cache-only builds the cache and exits without serving.
     let (code, _, stderr) = call(&["--cache-only"]);
@@ -143,7 +171,10 @@ fn enforced_integrity_fails_on_a_missing_or_stale_cache() {
     std::fs::write(&file, format!("{text}\n# edited\n")).unwrap();
     let (code, _, stderr) = call(&["--cache-only", "--cache-enforce-integrity=true"]);
     assert_eq!(code, 1, "{stderr}");
-    assert!(stderr.contains("integrity check failed: cache requires rebuild: cache reports digest as"), "{stderr}");
+    assert!(
+        stderr.contains("integrity check failed: cache requires rebuild: cache reports digest as"),
+        "{stderr}"
+    );
 }
 
 #[test]
@@ -159,7 +190,10 @@ fn enforce_integrity_needs_a_cache_dir() {
         "--cache-enforce-integrity",
     ]);
     assert_eq!(code, 1);
-    assert!(stderr.contains("--cache-dir must be specified with --cache-enforce-integrity"), "{stderr}");
+    assert!(
+        stderr.contains("--cache-dir must be specified with --cache-enforce-integrity"),
+        "{stderr}"
+    );
     assert_eq!(
         std::fs::read_to_string(termination).unwrap(),
         "--cache-dir must be specified with --cache-enforce-integrity\n"

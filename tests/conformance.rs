@@ -35,11 +35,19 @@ async fn collect<T>(mut s: tonic::Streaming<T>) -> Vec<T> {
 }
 
 fn gvk(g: &str, v: &str, k: &str) -> GroupVersionKind {
-    GroupVersionKind { group: g.into(), version: v.into(), kind: k.into(), plural: String::new() }
+    GroupVersionKind {
+        group: g.into(),
+        version: v.into(),
+        kind: k.into(),
+        plural: String::new(),
+    }
 }
 
 fn prop(t: &str, v: &str) -> Property {
-    Property { r#type: t.into(), value: v.into() }
+    Property {
+        r#type: t.into(),
+        value: v.into(),
+    }
 }
 
 const ETCD_GROUP: &str = "etcd.database.coreos.com";
@@ -53,26 +61,52 @@ fn assert_etcd_v092(b: &Bundle, channel: &str) {
     assert_eq!(b.bundle_path, "");
     assert_eq!(b.version, "0.9.2");
     assert_eq!(b.skip_range, "< 0.6.0");
-    let mut provided: Vec<_> = b.provided_apis.iter().map(|g| (g.group.clone(), g.version.clone(), g.kind.clone(), g.plural.clone())).collect();
+    let mut provided: Vec<_> = b
+        .provided_apis
+        .iter()
+        .map(|g| {
+            (
+                g.group.clone(),
+                g.version.clone(),
+                g.kind.clone(),
+                g.plural.clone(),
+            )
+        })
+        .collect();
     provided.sort();
     assert_eq!(
         provided,
-        ["EtcdBackup", "EtcdCluster", "EtcdRestore"]
-            .map(|k| (ETCD_GROUP.to_string(), "v1beta2".to_string(), k.to_string(), String::new()))
+        ["EtcdBackup", "EtcdCluster", "EtcdRestore"].map(|k| (
+            ETCD_GROUP.to_string(),
+            "v1beta2".to_string(),
+            k.to_string(),
+            String::new()
+        ))
     );
     assert_eq!(b.required_apis, [gvk(ETCD_GROUP, "v1beta2", "EtcdCluster")]);
     assert_eq!(
         b.dependencies,
         [Dependency {
             r#type: "olm.gvk".into(),
-            value: r#"{"group":"etcd.database.coreos.com","kind":"EtcdCluster","version":"v1beta2"}"#.into()
+            value:
+                r#"{"group":"etcd.database.coreos.com","kind":"EtcdCluster","version":"v1beta2"}"#
+                    .into()
         }]
     );
-    let mut props: Vec<_> = b.properties.iter().map(|p| (p.r#type.clone(), p.value.clone())).collect();
+    let mut props: Vec<_> = b
+        .properties
+        .iter()
+        .map(|p| (p.r#type.clone(), p.value.clone()))
+        .collect();
     props.sort();
-    let gvk_value = |k: &str| format!(r#"{{"group":"etcd.database.coreos.com","kind":"{k}","version":"v1beta2"}}"#);
+    let gvk_value = |k: &str| {
+        format!(r#"{{"group":"etcd.database.coreos.com","kind":"{k}","version":"v1beta2"}}"#)
+    };
     let mut want = vec![
-        ("olm.package".to_string(), r#"{"packageName":"etcd","version":"0.9.2"}"#.to_string()),
+        (
+            "olm.package".to_string(),
+            r#"{"packageName":"etcd","version":"0.9.2"}"#.to_string(),
+        ),
         ("olm.gvk".into(), gvk_value("EtcdBackup")),
         ("olm.gvk".into(), gvk_value("EtcdCluster")),
         ("olm.gvk".into(), gvk_value("EtcdRestore")),
@@ -88,14 +122,25 @@ fn assert_etcd_v092(b: &Bundle, channel: &str) {
     // matters is that the manifest is served byte for byte as the catalog holds it.
     assert_eq!(b.csv_json.len(), 16093);
     let digest = Sha256::digest(b.csv_json.as_bytes());
-    assert!(format!("{digest:x}").starts_with("d58eefa4391d460d"), "csvJson digest {digest:x}");
-    assert!(b.csv_json.contains(r#"\u003c"#), "HTML escapes are kept as written");
+    assert!(
+        format!("{digest:x}").starts_with("d58eefa4391d460d"),
+        "csvJson digest {digest:x}"
+    );
+    assert!(
+        b.csv_json.contains(r#"\u003c"#),
+        "HTML escapes are kept as written"
+    );
     let mut objects: Vec<_> = b.object.iter().map(|o| o.len()).collect();
     objects.sort();
     assert_eq!(objects, [328, 333, 366, 16093]);
     assert!(b.object.contains(&b.csv_json));
     for crd in b.object.iter().filter(|o| **o != b.csv_json) {
-        assert!(crd.starts_with(r#"{"apiVersion":"apiextensions.k8s.io/v1beta1","kind":"CustomResourceDefinition","#), "{crd}");
+        assert!(
+            crd.starts_with(
+                r#"{"apiVersion":"apiextensions.k8s.io/v1beta1","kind":"CustomResourceDefinition","#
+            ),
+            "{crd}"
+        );
     }
 }
 
@@ -111,33 +156,64 @@ fn unknown(status: tonic::Status, message: &str) {
 
 #[tokio::test]
 async fn dataset_m_manifests() {
-    let Some(catalog) = shared_testdata("upstream/manifests-fbc") else { return };
+    let Some(catalog) = shared_testdata("upstream/manifests-fbc") else {
+        return;
+    };
     let server = Server::serving(&catalog, &[]).await;
     let mut c = server.client().await;
 
     // M1
-    let mut names: Vec<_> = collect(c.list_packages(ListPackageRequest {}).await.unwrap().into_inner())
-        .await
-        .into_iter()
-        .map(|p| p.name)
-        .collect();
+    let mut names: Vec<_> = collect(
+        c.list_packages(ListPackageRequest {})
+            .await
+            .unwrap()
+            .into_inner(),
+    )
+    .await
+    .into_iter()
+    .map(|p| p.name)
+    .collect();
     names.sort();
     assert_eq!(names, ["etcd", "prometheus", "strimzi-kafka-operator"]);
 
     // M2
-    let p = c.get_package(GetPackageRequest { name: "etcd".into() }).await.unwrap().into_inner();
+    let p = c
+        .get_package(GetPackageRequest {
+            name: "etcd".into(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
     assert_eq!(p.name, "etcd");
     assert_eq!(p.default_channel_name, "alpha");
     assert_eq!(p.deprecation, None);
-    let channels: Vec<_> = p.channels.iter().map(|c| (c.name.as_str(), c.csv_name.as_str(), c.deprecation.is_some())).collect();
+    let channels: Vec<_> = p
+        .channels
+        .iter()
+        .map(|c| {
+            (
+                c.name.as_str(),
+                c.csv_name.as_str(),
+                c.deprecation.is_some(),
+            )
+        })
+        .collect();
     assert_eq!(
         channels,
-        [("alpha", "etcdoperator.v0.9.2", false), ("beta", "etcdoperator.v0.9.0", false), ("stable", "etcdoperator.v0.9.2", false)]
+        [
+            ("alpha", "etcdoperator.v0.9.2", false),
+            ("beta", "etcdoperator.v0.9.0", false),
+            ("stable", "etcdoperator.v0.9.2", false)
+        ]
     );
 
     // M3
     let b = c
-        .get_bundle(GetBundleRequest { pkg_name: "etcd".into(), channel_name: "alpha".into(), csv_name: "etcdoperator.v0.9.2".into() })
+        .get_bundle(GetBundleRequest {
+            pkg_name: "etcd".into(),
+            channel_name: "alpha".into(),
+            csv_name: "etcdoperator.v0.9.2".into(),
+        })
         .await
         .unwrap()
         .into_inner();
@@ -146,7 +222,10 @@ async fn dataset_m_manifests() {
 
     // M4
     let head = c
-        .get_bundle_for_channel(GetBundleInChannelRequest { pkg_name: "etcd".into(), channel_name: "alpha".into() })
+        .get_bundle_for_channel(GetBundleInChannelRequest {
+            pkg_name: "etcd".into(),
+            channel_name: "alpha".into(),
+        })
         .await
         .unwrap()
         .into_inner();
@@ -154,21 +233,31 @@ async fn dataset_m_manifests() {
 
     // M5
     let entries = collect(
-        c.get_channel_entries_that_replace(GetAllReplacementsRequest { csv_name: "etcdoperator.v0.6.1".into() })
-            .await
-            .unwrap()
-            .into_inner(),
+        c.get_channel_entries_that_replace(GetAllReplacementsRequest {
+            csv_name: "etcdoperator.v0.6.1".into(),
+        })
+        .await
+        .unwrap()
+        .into_inner(),
     )
     .await;
     assert_eq!(
         sorted(entries),
-        sorted(["alpha", "beta", "stable"].map(|ch| entry("etcd", ch, "etcdoperator.v0.9.0", "etcdoperator.v0.6.1")).to_vec())
+        sorted(
+            ["alpha", "beta", "stable"]
+                .map(|ch| entry("etcd", ch, "etcdoperator.v0.9.0", "etcdoperator.v0.6.1"))
+                .to_vec()
+        )
     );
 
     // M6, M7: a real replaces edge and a "synthetic" one through skips.
     for replaced in ["etcdoperator.v0.9.0", "etcdoperator.v0.9.1"] {
         let b = c
-            .get_bundle_that_replaces(GetReplacementRequest { csv_name: replaced.into(), pkg_name: "etcd".into(), channel_name: "alpha".into() })
+            .get_bundle_that_replaces(GetReplacementRequest {
+                csv_name: replaced.into(),
+                pkg_name: "etcd".into(),
+                channel_name: "alpha".into(),
+            })
             .await
             .unwrap()
             .into_inner();
@@ -177,8 +266,19 @@ async fn dataset_m_manifests() {
     }
 
     // M8
-    let provide = GetAllProvidersRequest { group: ETCD_GROUP.into(), version: "v1beta2".into(), kind: "EtcdCluster".into(), plural: String::new() };
-    let entries = collect(c.get_channel_entries_that_provide(provide).await.unwrap().into_inner()).await;
+    let provide = GetAllProvidersRequest {
+        group: ETCD_GROUP.into(),
+        version: "v1beta2".into(),
+        kind: "EtcdCluster".into(),
+        plural: String::new(),
+    };
+    let entries = collect(
+        c.get_channel_entries_that_provide(provide)
+            .await
+            .unwrap()
+            .into_inner(),
+    )
+    .await;
     let v = |s: &str| format!("etcdoperator.v{s}");
     let mut want = Vec::new();
     for ch in ["alpha", "beta", "stable"] {
@@ -192,8 +292,19 @@ async fn dataset_m_manifests() {
     assert_eq!(sorted(entries), sorted(want));
 
     // M9
-    let latest = GetLatestProvidersRequest { group: ETCD_GROUP.into(), version: "v1beta2".into(), kind: "EtcdCluster".into(), plural: String::new() };
-    let entries = collect(c.get_latest_channel_entries_that_provide(latest).await.unwrap().into_inner()).await;
+    let latest = GetLatestProvidersRequest {
+        group: ETCD_GROUP.into(),
+        version: "v1beta2".into(),
+        kind: "EtcdCluster".into(),
+        plural: String::new(),
+    };
+    let entries = collect(
+        c.get_latest_channel_entries_that_provide(latest)
+            .await
+            .unwrap()
+            .into_inner(),
+    )
+    .await;
     assert_eq!(
         sorted(entries),
         sorted(vec![
@@ -204,16 +315,40 @@ async fn dataset_m_manifests() {
     );
 
     // M10
-    let default = GetDefaultProviderRequest { group: ETCD_GROUP.into(), version: "v1beta2".into(), kind: "EtcdCluster".into(), plural: String::new() };
-    let b = c.get_default_bundle_that_provides(default).await.unwrap().into_inner();
+    let default = GetDefaultProviderRequest {
+        group: ETCD_GROUP.into(),
+        version: "v1beta2".into(),
+        kind: "EtcdCluster".into(),
+        plural: String::new(),
+    };
+    let b = c
+        .get_default_bundle_that_provides(default)
+        .await
+        .unwrap()
+        .into_inner();
     assert_etcd_v092(&b, "alpha");
     assert_trimmed(&b);
 
     // M11: every per-channel bundle, in (channel, package, name) order, with replaces and skips;
     // bundlePath is empty in this corpus, so manifests stay in.
-    let all = collect(c.list_bundles(ListBundlesRequest {}).await.unwrap().into_inner()).await;
+    let all = collect(
+        c.list_bundles(ListBundlesRequest {})
+            .await
+            .unwrap()
+            .into_inner(),
+    )
+    .await;
     assert_eq!(all.len(), 20);
-    let keys: Vec<_> = all.iter().map(|b| (b.channel_name.clone(), b.package_name.clone(), b.csv_name.clone())).collect();
+    let keys: Vec<_> = all
+        .iter()
+        .map(|b| {
+            (
+                b.channel_name.clone(),
+                b.package_name.clone(),
+                b.csv_name.clone(),
+            )
+        })
+        .collect();
     let mut in_order = keys.clone();
     in_order.sort();
     assert_eq!(keys, in_order);
@@ -246,39 +381,81 @@ async fn dataset_m_manifests() {
     }
 
     // M12–M18: errors, all UNKNOWN with upstream's texts.
-    unknown(c.get_package(GetPackageRequest { name: "nope".into() }).await.unwrap_err(), r#"package "nope" not found"#);
     unknown(
-        c.get_bundle(GetBundleRequest { pkg_name: "etcd".into(), channel_name: "alpha".into(), csv_name: "nope".into() }).await.unwrap_err(),
-        r#"package "etcd", channel "alpha", bundle "nope" not found"#,
-    );
-    unknown(
-        c.get_bundle(GetBundleRequest { pkg_name: "nope".into(), channel_name: "alpha".into(), csv_name: "x".into() }).await.unwrap_err(),
+        c.get_package(GetPackageRequest {
+            name: "nope".into(),
+        })
+        .await
+        .unwrap_err(),
         r#"package "nope" not found"#,
     );
     unknown(
-        c.get_bundle(GetBundleRequest { pkg_name: "etcd".into(), channel_name: "nope".into(), csv_name: "x".into() }).await.unwrap_err(),
+        c.get_bundle(GetBundleRequest {
+            pkg_name: "etcd".into(),
+            channel_name: "alpha".into(),
+            csv_name: "nope".into(),
+        })
+        .await
+        .unwrap_err(),
+        r#"package "etcd", channel "alpha", bundle "nope" not found"#,
+    );
+    unknown(
+        c.get_bundle(GetBundleRequest {
+            pkg_name: "nope".into(),
+            channel_name: "alpha".into(),
+            csv_name: "x".into(),
+        })
+        .await
+        .unwrap_err(),
+        r#"package "nope" not found"#,
+    );
+    unknown(
+        c.get_bundle(GetBundleRequest {
+            pkg_name: "etcd".into(),
+            channel_name: "nope".into(),
+            csv_name: "x".into(),
+        })
+        .await
+        .unwrap_err(),
         r#"package "etcd", channel "nope" not found"#,
     );
     unknown(
-        c.get_bundle_for_channel(GetBundleInChannelRequest { pkg_name: "etcd".into(), channel_name: "nope".into() }).await.unwrap_err(),
+        c.get_bundle_for_channel(GetBundleInChannelRequest {
+            pkg_name: "etcd".into(),
+            channel_name: "nope".into(),
+        })
+        .await
+        .unwrap_err(),
         r#"package "etcd", channel "nope" not found"#,
     );
     unknown(
-        c.get_bundle_that_replaces(GetReplacementRequest { csv_name: "etcdoperator.v0.9.2".into(), pkg_name: "etcd".into(), channel_name: "alpha".into() })
-            .await
-            .unwrap_err(),
+        c.get_bundle_that_replaces(GetReplacementRequest {
+            csv_name: "etcdoperator.v0.9.2".into(),
+            pkg_name: "etcd".into(),
+            channel_name: "alpha".into(),
+        })
+        .await
+        .unwrap_err(),
         r#"no entry found for package "etcd", channel "alpha""#,
     );
     unknown(
-        c.get_bundle_that_replaces(GetReplacementRequest { csv_name: "x".into(), pkg_name: "nope".into(), channel_name: "nope".into() }).await.unwrap_err(),
+        c.get_bundle_that_replaces(GetReplacementRequest {
+            csv_name: "x".into(),
+            pkg_name: "nope".into(),
+            channel_name: "nope".into(),
+        })
+        .await
+        .unwrap_err(),
         "package nope not found",
     );
     // M16: the FBC server reports a skipping bundle with its real replaces.
     let entries = collect(
-        c.get_channel_entries_that_replace(GetAllReplacementsRequest { csv_name: "etcdoperator.v0.9.1".into() })
-            .await
-            .unwrap()
-            .into_inner(),
+        c.get_channel_entries_that_replace(GetAllReplacementsRequest {
+            csv_name: "etcdoperator.v0.9.1".into(),
+        })
+        .await
+        .unwrap()
+        .into_inner(),
     )
     .await;
     assert_eq!(
@@ -289,26 +466,45 @@ async fn dataset_m_manifests() {
         ])
     );
     unknown(
-        c.get_channel_entries_that_replace(GetAllReplacementsRequest { csv_name: "nope".into() }).await.unwrap_err(),
+        c.get_channel_entries_that_replace(GetAllReplacementsRequest {
+            csv_name: "nope".into(),
+        })
+        .await
+        .unwrap_err(),
         "no channel entries found that replace nope",
     );
     let missing = r#"no channel entries found that provide group:"a" version:"b" kind:"c""#;
     unknown(
-        c.get_channel_entries_that_provide(GetAllProvidersRequest { group: "a".into(), version: "b".into(), kind: "c".into(), plural: String::new() })
-            .await
-            .unwrap_err(),
+        c.get_channel_entries_that_provide(GetAllProvidersRequest {
+            group: "a".into(),
+            version: "b".into(),
+            kind: "c".into(),
+            plural: String::new(),
+        })
+        .await
+        .unwrap_err(),
         missing,
     );
     unknown(
-        c.get_latest_channel_entries_that_provide(GetLatestProvidersRequest { group: "a".into(), version: "b".into(), kind: "c".into(), plural: String::new() })
-            .await
-            .unwrap_err(),
+        c.get_latest_channel_entries_that_provide(GetLatestProvidersRequest {
+            group: "a".into(),
+            version: "b".into(),
+            kind: "c".into(),
+            plural: String::new(),
+        })
+        .await
+        .unwrap_err(),
         missing,
     );
     unknown(
-        c.get_default_bundle_that_provides(GetDefaultProviderRequest { group: "a".into(), version: "b".into(), kind: "c".into(), plural: String::new() })
-            .await
-            .unwrap_err(),
+        c.get_default_bundle_that_provides(GetDefaultProviderRequest {
+            group: "a".into(),
+            version: "b".into(),
+            kind: "c".into(),
+            plural: String::new(),
+        })
+        .await
+        .unwrap_err(),
         missing,
     );
 
@@ -316,29 +512,48 @@ async fn dataset_m_manifests() {
     let mut health = server.health().await;
     for service in ["", "foo", "Registry"] {
         let status = health
-            .check(tonic_health::pb::HealthCheckRequest { service: service.into() })
+            .check(tonic_health::pb::HealthCheckRequest {
+                service: service.into(),
+            })
             .await
             .unwrap()
             .into_inner()
             .status;
-        assert_eq!(status, tonic_health::pb::health_check_response::ServingStatus::Serving as i32, "service {service:?}");
+        assert_eq!(
+            status,
+            tonic_health::pb::health_check_response::ServingStatus::Serving as i32,
+            "service {service:?}"
+        );
     }
 }
 
 #[tokio::test]
 async fn dataset_d_deprecations() {
-    let Some(catalog) = shared_testdata("upstream/deprecations-fbc") else { return };
+    let Some(catalog) = shared_testdata("upstream/deprecations-fbc") else {
+        return;
+    };
     let server = Server::serving(&catalog, &[]).await;
     let mut c = server.client().await;
 
-    let names: Vec<_> = collect(c.list_packages(ListPackageRequest {}).await.unwrap().into_inner())
-        .await
-        .into_iter()
-        .map(|p| p.name)
-        .collect();
+    let names: Vec<_> = collect(
+        c.list_packages(ListPackageRequest {})
+            .await
+            .unwrap()
+            .into_inner(),
+    )
+    .await
+    .into_iter()
+    .map(|p| p.name)
+    .collect();
     assert_eq!(names, ["cockroachdb"]);
 
-    let p = c.get_package(GetPackageRequest { name: "cockroachdb".into() }).await.unwrap().into_inner();
+    let p = c
+        .get_package(GetPackageRequest {
+            name: "cockroachdb".into(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
     assert_eq!(p.default_channel_name, "stable-v6.x");
     assert_eq!(
         p.deprecation,
@@ -357,7 +572,11 @@ async fn dataset_d_deprecations() {
     );
 
     let b = c
-        .get_bundle(GetBundleRequest { pkg_name: "cockroachdb".into(), channel_name: "stable-5.x".into(), csv_name: "cockroachdb.v5.0.4".into() })
+        .get_bundle(GetBundleRequest {
+            pkg_name: "cockroachdb".into(),
+            channel_name: "stable-5.x".into(),
+            csv_name: "cockroachdb.v5.0.4".into(),
+        })
         .await
         .unwrap()
         .into_inner();
@@ -380,7 +599,11 @@ async fn dataset_d_deprecations() {
 
     // The deprecated bundle carries its message in every channel copy.
     let b = c
-        .get_bundle(GetBundleRequest { pkg_name: "cockroachdb".into(), channel_name: "stable-5.x".into(), csv_name: "cockroachdb.v5.0.3".into() })
+        .get_bundle(GetBundleRequest {
+            pkg_name: "cockroachdb".into(),
+            channel_name: "stable-5.x".into(),
+            csv_name: "cockroachdb.v5.0.3".into(),
+        })
         .await
         .unwrap()
         .into_inner();
@@ -390,13 +613,23 @@ async fn dataset_d_deprecations() {
     );
 
     let entries = collect(
-        c.get_channel_entries_that_replace(GetAllReplacementsRequest { csv_name: "cockroachdb.v5.0.3".into() })
-            .await
-            .unwrap()
-            .into_inner(),
+        c.get_channel_entries_that_replace(GetAllReplacementsRequest {
+            csv_name: "cockroachdb.v5.0.3".into(),
+        })
+        .await
+        .unwrap()
+        .into_inner(),
     )
     .await;
-    assert_eq!(entries, [entry("cockroachdb", "stable-5.x", "cockroachdb.v5.0.4", "cockroachdb.v5.0.3")]);
+    assert_eq!(
+        entries,
+        [entry(
+            "cockroachdb",
+            "stable-5.x",
+            "cockroachdb.v5.0.4",
+            "cockroachdb.v5.0.3"
+        )]
+    );
 }
 
 async fn custom(
@@ -405,11 +638,18 @@ async fn custom(
     package: &str,
     acknowledge: bool,
 ) -> Result<Vec<prost_types::Struct>, tonic::Status> {
-    let mut req = tonic::Request::new(ExperimentalListPackageCustomSchemasRequest { schema: schema.into(), package_name: package.into() });
+    let mut req = tonic::Request::new(ExperimentalListPackageCustomSchemasRequest {
+        schema: schema.into(),
+        package_name: package.into(),
+    });
     if acknowledge {
-        req.metadata_mut().insert("x-acknowledge-experimental", "true".parse().unwrap());
+        req.metadata_mut()
+            .insert("x-acknowledge-experimental", "true".parse().unwrap());
     }
-    let stream = c.experimental_list_package_custom_schemas(req).await?.into_inner();
+    let stream = c
+        .experimental_list_package_custom_schemas(req)
+        .await?
+        .into_inner();
     Ok(collect(stream).await)
 }
 
@@ -422,11 +662,16 @@ fn string_field<'a>(s: &'a prost_types::Struct, key: &str) -> &'a str {
 
 #[tokio::test]
 async fn dataset_c_custom_schemas() {
-    let Some(catalog) = shared_testdata("upstream/custom-schema-fbc") else { return };
+    let Some(catalog) = shared_testdata("upstream/custom-schema-fbc") else {
+        return;
+    };
     let server = Server::serving(&catalog, &[]).await;
-    let mut c = experimental_registry_client::ExperimentalRegistryClient::new(server.channel().await);
+    let mut c =
+        experimental_registry_client::ExperimentalRegistryClient::new(server.channel().await);
 
-    let docs = custom(&mut c, "custom.operator.io", "testpkg", true).await.unwrap();
+    let docs = custom(&mut c, "custom.operator.io", "testpkg", true)
+        .await
+        .unwrap();
     assert_eq!(docs.len(), 2);
     let mut names: Vec<_> = docs.iter().map(|d| string_field(d, "name")).collect();
     names.sort();
@@ -435,40 +680,75 @@ async fn dataset_c_custom_schemas() {
         assert_eq!(string_field(d, "schema"), "custom.operator.io");
         assert_eq!(string_field(d, "package"), "testpkg");
     }
-    assert!(custom(&mut c, "custom.operator.io", "nonexistent", true).await.unwrap().is_empty());
+    assert!(
+        custom(&mut c, "custom.operator.io", "nonexistent", true)
+            .await
+            .unwrap()
+            .is_empty()
+    );
     let err = custom(&mut c, "", "", true).await.unwrap_err();
     assert_eq!(err.code(), Code::InvalidArgument);
     assert_eq!(err.message(), "schema is required");
-    let err = custom(&mut c, "example.com/v1", "", true).await.unwrap_err();
+    let err = custom(&mut c, "example.com/v1", "", true)
+        .await
+        .unwrap_err();
     assert_eq!(err.code(), Code::InvalidArgument);
     assert_eq!(
         err.message(),
         r#"invalid custom schema query: invalid schema "example.com/v1": must match ^[a-zA-Z0-9][a-zA-Z0-9._-]*$"#
     );
-    let packageless = custom(&mut c, "custom.packageless", "", true).await.unwrap();
+    let packageless = custom(&mut c, "custom.packageless", "", true)
+        .await
+        .unwrap();
     assert_eq!(packageless.len(), 1);
     assert_eq!(string_field(&packageless[0], "name"), "global-config");
     // Built-in schemas are not custom documents; unaware callers see nothing.
-    assert!(custom(&mut c, "olm.bundle", "testpkg", true).await.unwrap().is_empty());
-    assert!(custom(&mut c, "custom.operator.io", "testpkg", false).await.unwrap().is_empty());
+    assert!(
+        custom(&mut c, "olm.bundle", "testpkg", true)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert!(
+        custom(&mut c, "custom.operator.io", "testpkg", false)
+            .await
+            .unwrap()
+            .is_empty()
+    );
 }
 
 #[tokio::test]
 async fn list_bundles_strips_manifests_when_bundle_path_is_set() {
-    let Some(catalog) = shared_testdata("upstream/bundlepath-fbc") else { return };
+    let Some(catalog) = shared_testdata("upstream/bundlepath-fbc") else {
+        return;
+    };
     let server = Server::serving(&catalog, &[]).await;
     let mut c = server.client().await;
-    let all = collect(c.list_bundles(ListBundlesRequest {}).await.unwrap().into_inner()).await;
+    let all = collect(
+        c.list_bundles(ListBundlesRequest {})
+            .await
+            .unwrap()
+            .into_inner(),
+    )
+    .await;
     let etcd: Vec<_> = all.iter().filter(|b| b.package_name == "etcd").collect();
     assert_eq!(etcd.len(), 8);
     for b in etcd {
-        assert!(b.bundle_path.starts_with("quay.io/olmtest/example-bundle:"), "{}", b.bundle_path);
+        assert!(
+            b.bundle_path.starts_with("quay.io/olmtest/example-bundle:"),
+            "{}",
+            b.bundle_path
+        );
         assert_eq!(b.csv_json, "");
         assert!(b.object.is_empty());
     }
     // Point lookups still carry the manifests.
     let b = c
-        .get_bundle(GetBundleRequest { pkg_name: "etcd".into(), channel_name: "alpha".into(), csv_name: "etcdoperator.v0.9.2".into() })
+        .get_bundle(GetBundleRequest {
+            pkg_name: "etcd".into(),
+            channel_name: "alpha".into(),
+            csv_name: "etcdoperator.v0.9.2".into(),
+        })
         .await
         .unwrap()
         .into_inner();

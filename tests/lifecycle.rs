@@ -24,11 +24,17 @@ pub fn generated_catalog(dir: &Path, n: usize, manifest_bytes: usize) {
             if i == 0 {
                 format!(r#"{{"name":"big.v{i}.0.0"}}"#)
             } else {
-                format!(r#"{{"name":"big.v{i}.0.0","replaces":"big.v{}.0.0"}}"#, i - 1)
+                format!(
+                    r#"{{"name":"big.v{i}.0.0","replaces":"big.v{}.0.0"}}"#,
+                    i - 1
+                )
             }
         })
         .collect();
-    out.push_str(&format!(r#"{{"schema":"olm.channel","name":"stable","package":"big","entries":[{}]}}"#, entries.join(",")));
+    out.push_str(&format!(
+        r#"{{"schema":"olm.channel","name":"stable","package":"big","entries":[{}]}}"#,
+        entries.join(",")
+    ));
     for i in 0..n {
         let csv = format!(
             r#"{{"apiVersion":"operators.coreos.com/v1alpha1","kind":"ClusterServiceVersion","metadata":{{"name":"big.v{i}.0.0"}},"spec":{{"description":"{}"}}}}"#,
@@ -47,7 +53,9 @@ async fn status(server: &Server) -> i32 {
     server
         .health()
         .await
-        .check(HealthCheckRequest { service: "Registry".into() })
+        .check(HealthCheckRequest {
+            service: "Registry".into(),
+        })
         .await
         .unwrap()
         .into_inner()
@@ -67,14 +75,26 @@ async fn not_serving_until_loaded_and_calls_wait_for_the_catalog() {
     .unwrap();
     // A named pipe that the digest of the catalog must read: loading blocks until we write it.
     let gate = catalog.join("gate");
-    assert!(std::process::Command::new("mkfifo").arg(&gate).status().unwrap().success());
+    assert!(
+        std::process::Command::new("mkfifo")
+            .arg(&gate)
+            .status()
+            .unwrap()
+            .success()
+    );
     write(&catalog.join(".indexignore"), "gate\n");
 
     let server = Server::start(catalog, &[]);
     assert_eq!(status(&server).await, ServingStatus::NotServing as i32);
     assert_eq!(probe(&server.addr).0, 4);
     let mut client = server.client().await;
-    let waiting = tokio::spawn(async move { client.get_package(GetPackageRequest { name: "queue-operator".into() }).await });
+    let waiting = tokio::spawn(async move {
+        client
+            .get_package(GetPackageRequest {
+                name: "queue-operator".into(),
+            })
+            .await
+    });
 
     let mut pipe = std::fs::OpenOptions::new().write(true).open(&gate).unwrap();
     pipe.write_all(b"open the gate").unwrap();
@@ -93,25 +113,42 @@ fn probe(addr: &str) -> (i32, String) {
     let dir = tempfile::tempdir().unwrap();
     let link = dir.path().join("grpc_health_probe");
     std::os::unix::fs::symlink(common::BIN, &link).unwrap();
-    let out = std::process::Command::new(&link).arg(format!("-addr={addr}")).output().unwrap();
-    (out.status.code().unwrap(), String::from_utf8_lossy(&out.stdout).into_owned())
+    let out = std::process::Command::new(&link)
+        .arg(format!("-addr={addr}"))
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+    )
 }
 
 #[test]
 fn health_probe_reports_connection_failure() {
     // A port that was free a moment ago: nothing listens there.
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
     assert_eq!(probe(&format!("127.0.0.1:{port}")).0, 2);
 }
 
 async fn reflection_services_v1(server: &Server) -> Vec<String> {
+    use tonic_reflection::pb::v1::ServerReflectionRequest;
     use tonic_reflection::pb::v1::server_reflection_client::ServerReflectionClient;
     use tonic_reflection::pb::v1::server_reflection_request::MessageRequest;
     use tonic_reflection::pb::v1::server_reflection_response::MessageResponse;
-    use tonic_reflection::pb::v1::ServerReflectionRequest;
     let mut client = ServerReflectionClient::new(server.channel().await);
-    let req = ServerReflectionRequest { host: String::new(), message_request: Some(MessageRequest::ListServices(String::new())) };
-    let mut responses = client.server_reflection_info(tokio_stream::iter(vec![req])).await.unwrap().into_inner();
+    let req = ServerReflectionRequest {
+        host: String::new(),
+        message_request: Some(MessageRequest::ListServices(String::new())),
+    };
+    let mut responses = client
+        .server_reflection_info(tokio_stream::iter(vec![req]))
+        .await
+        .unwrap()
+        .into_inner();
     let response = responses.message().await.unwrap().unwrap();
     match response.message_response {
         Some(MessageResponse::ListServicesResponse(list)) => {
@@ -124,13 +161,20 @@ async fn reflection_services_v1(server: &Server) -> Vec<String> {
 }
 
 async fn reflection_services_v1alpha(server: &Server) -> Vec<String> {
+    use tonic_reflection::pb::v1alpha::ServerReflectionRequest;
     use tonic_reflection::pb::v1alpha::server_reflection_client::ServerReflectionClient;
     use tonic_reflection::pb::v1alpha::server_reflection_request::MessageRequest;
     use tonic_reflection::pb::v1alpha::server_reflection_response::MessageResponse;
-    use tonic_reflection::pb::v1alpha::ServerReflectionRequest;
     let mut client = ServerReflectionClient::new(server.channel().await);
-    let req = ServerReflectionRequest { host: String::new(), message_request: Some(MessageRequest::ListServices(String::new())) };
-    let mut responses = client.server_reflection_info(tokio_stream::iter(vec![req])).await.unwrap().into_inner();
+    let req = ServerReflectionRequest {
+        host: String::new(),
+        message_request: Some(MessageRequest::ListServices(String::new())),
+    };
+    let mut responses = client
+        .server_reflection_info(tokio_stream::iter(vec![req]))
+        .await
+        .unwrap()
+        .into_inner();
     let response = responses.message().await.unwrap().unwrap();
     match response.message_response {
         Some(MessageResponse::ListServicesResponse(list)) => {
@@ -145,16 +189,20 @@ async fn reflection_services_v1alpha(server: &Server) -> Vec<String> {
 /// The file that defines `api.Registry`, as reflection v1alpha describes it (what old grpcurl uses).
 async fn describe_registry_v1alpha(server: &Server) -> prost_types::FileDescriptorProto {
     use prost::Message;
+    use tonic_reflection::pb::v1alpha::ServerReflectionRequest;
     use tonic_reflection::pb::v1alpha::server_reflection_client::ServerReflectionClient;
     use tonic_reflection::pb::v1alpha::server_reflection_request::MessageRequest;
     use tonic_reflection::pb::v1alpha::server_reflection_response::MessageResponse;
-    use tonic_reflection::pb::v1alpha::ServerReflectionRequest;
     let mut client = ServerReflectionClient::new(server.channel().await);
     let req = ServerReflectionRequest {
         host: String::new(),
         message_request: Some(MessageRequest::FileContainingSymbol("api.Registry".into())),
     };
-    let mut responses = client.server_reflection_info(tokio_stream::iter(vec![req])).await.unwrap().into_inner();
+    let mut responses = client
+        .server_reflection_info(tokio_stream::iter(vec![req]))
+        .await
+        .unwrap()
+        .into_inner();
     match responses.message().await.unwrap().unwrap().message_response {
         Some(MessageResponse::FileDescriptorResponse(files)) => files
             .file_descriptor_proto
@@ -180,7 +228,11 @@ async fn reflection_lists_every_service_on_v1_and_v1alpha() {
     assert_eq!(reflection_services_v1(&server).await, want);
     assert_eq!(reflection_services_v1alpha(&server).await, want);
     let file = describe_registry_v1alpha(&server).await;
-    let registry = file.service.iter().find(|s| s.name() == "Registry").unwrap();
+    let registry = file
+        .service
+        .iter()
+        .find(|s| s.name() == "Registry")
+        .unwrap();
     let methods: Vec<_> = registry.method.iter().map(|m| m.name()).collect();
     assert_eq!(
         methods,
@@ -197,8 +249,16 @@ async fn reflection_lists_every_service_on_v1_and_v1alpha() {
             "ListBundles",
         ]
     );
-    let bundle = file.message_type.iter().find(|m| m.name() == "Bundle").unwrap();
-    let fields: Vec<_> = bundle.field.iter().map(|f| (f.name(), f.number())).collect();
+    let bundle = file
+        .message_type
+        .iter()
+        .find(|m| m.name() == "Bundle")
+        .unwrap();
+    let fields: Vec<_> = bundle
+        .field
+        .iter()
+        .map(|f| (f.name(), f.number()))
+        .collect();
     assert_eq!(
         fields,
         [
@@ -228,7 +288,11 @@ async fn sigterm_lets_a_list_bundles_stream_finish() {
     generated_catalog(dir.path(), 1500, 20_000);
     let mut server = Server::serving(dir.path(), &["--shutdown-grace", "60s"]).await;
     let mut client = server.client().await;
-    let mut stream = client.list_bundles(ListBundlesRequest {}).await.unwrap().into_inner();
+    let mut stream = client
+        .list_bundles(ListBundlesRequest {})
+        .await
+        .unwrap()
+        .into_inner();
     let first = stream.message().await.unwrap().unwrap();
     assert_eq!(first.package_name, "big");
     server.signal("TERM");
@@ -248,5 +312,10 @@ async fn sigint_on_an_idle_server_exits_zero() {
     let catalog = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/catalog");
     let mut server = Server::serving(&catalog, &[]).await;
     server.signal("INT");
-    assert_eq!(server.wait().await.code(), Some(0), "log:\n{}", server.log());
+    assert_eq!(
+        server.wait().await.code(),
+        Some(0),
+        "log:\n{}",
+        server.log()
+    );
 }

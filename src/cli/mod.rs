@@ -49,7 +49,10 @@ enum Command {
 /// Runs the command line and returns the process exit code.
 pub fn main() -> i32 {
     let args: Vec<String> = std::env::args().collect();
-    let program = args.first().and_then(|a| std::path::Path::new(a).file_name()).and_then(|n| n.to_str());
+    let program = args
+        .first()
+        .and_then(|a| std::path::Path::new(a).file_name())
+        .and_then(|n| n.to_str());
     if program == Some(probe::PROGRAM) {
         return probe::run(&args[1..]);
     }

@@ -19,7 +19,9 @@ struct Probe {
 }
 
 fn parse_duration(s: &str) -> Option<Duration> {
-    let split = s.find(|c: char| !c.is_ascii_digit() && c != '.').unwrap_or(s.len());
+    let split = s
+        .find(|c: char| !c.is_ascii_digit() && c != '.')
+        .unwrap_or(s.len());
     let n: f64 = s[..split].parse().ok()?;
     let secs = match &s[split..] {
         "ms" => n / 1000.0,
@@ -44,20 +46,28 @@ fn parse(args: &[String]) -> Result<Probe, String> {
             Some((n, v)) => (n, Some(v.to_owned())),
             None => (flag, None),
         };
-        let mut value = || inline.clone().or_else(|| it.next().cloned()).ok_or(format!("flag -{name} needs a value"));
+        let mut value = || {
+            inline
+                .clone()
+                .or_else(|| it.next().cloned())
+                .ok_or(format!("flag -{name} needs a value"))
+        };
         match name {
             "addr" => probe.addr = value()?,
             "service" => probe.service = value()?,
             "connect-timeout" => {
                 let v = value()?;
-                probe.connect_timeout = parse_duration(&v).ok_or(format!("invalid -connect-timeout {v:?}"))?;
+                probe.connect_timeout =
+                    parse_duration(&v).ok_or(format!("invalid -connect-timeout {v:?}"))?;
             }
             "rpc-timeout" => {
                 let v = value()?;
-                probe.rpc_timeout = parse_duration(&v).ok_or(format!("invalid -rpc-timeout {v:?}"))?;
+                probe.rpc_timeout =
+                    parse_duration(&v).ok_or(format!("invalid -rpc-timeout {v:?}"))?;
             }
             "v" | "alts" | "tls" | "spiffe" | "gzip" => {}
-            "user-agent" | "rpc-header" | "tls-ca-cert" | "tls-client-cert" | "tls-client-key" | "tls-server-name" => {
+            "user-agent" | "rpc-header" | "tls-ca-cert" | "tls-client-cert" | "tls-client-key"
+            | "tls-server-name" => {
                 value()?;
             }
             other => return Err(format!("unknown flag -{other}")),
@@ -82,7 +92,10 @@ pub fn run(args: &[String]) -> i32 {
             return 1;
         }
     };
-    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
         Ok(r) => r,
         Err(e) => {
             eprintln!("error: {e}");
@@ -90,13 +103,16 @@ pub fn run(args: &[String]) -> i32 {
         }
     };
     runtime.block_on(async {
-        let endpoint = match tonic::transport::Endpoint::from_shared(format!("http://{}", probe.addr)) {
-            Ok(e) => e.connect_timeout(probe.connect_timeout).timeout(probe.rpc_timeout),
-            Err(e) => {
-                eprintln!("error: invalid -addr {:?}: {e}", probe.addr);
-                return 1;
-            }
-        };
+        let endpoint =
+            match tonic::transport::Endpoint::from_shared(format!("http://{}", probe.addr)) {
+                Ok(e) => e
+                    .connect_timeout(probe.connect_timeout)
+                    .timeout(probe.rpc_timeout),
+                Err(e) => {
+                    eprintln!("error: invalid -addr {:?}: {e}", probe.addr);
+                    return 1;
+                }
+            };
         let channel = match tokio::time::timeout(probe.connect_timeout, endpoint.connect()).await {
             Ok(Ok(c)) => c,
             Ok(Err(e)) => {
@@ -104,18 +120,27 @@ pub fn run(args: &[String]) -> i32 {
                 return 2;
             }
             Err(_) => {
-                eprintln!("timeout: failed to connect service {:?} within {:?}", probe.addr, probe.connect_timeout);
+                eprintln!(
+                    "timeout: failed to connect service {:?} within {:?}",
+                    probe.addr, probe.connect_timeout
+                );
                 return 2;
             }
         };
         let mut client = HealthClient::new(channel);
-        match client.check(HealthCheckRequest { service: probe.service.clone() }).await {
+        match client
+            .check(HealthCheckRequest {
+                service: probe.service.clone(),
+            })
+            .await
+        {
             Ok(resp) if resp.get_ref().status == ServingStatus::Serving as i32 => {
                 println!("status: SERVING");
                 0
             }
             Ok(resp) => {
-                let status = ServingStatus::try_from(resp.get_ref().status).map_or("UNKNOWN", |s| s.as_str_name());
+                let status = ServingStatus::try_from(resp.get_ref().status)
+                    .map_or("UNKNOWN", |s| s.as_str_name());
                 eprintln!("service unhealthy (responded with {status:?})");
                 4
             }
@@ -137,12 +162,23 @@ mod tests {
 
     #[test]
     fn parses_grpc_health_probe_flags() {
-        let p = parse(&args(&["-addr=:50051", "-connect-timeout", "2s", "-rpc-timeout=500ms", "-service", "Registry"])).unwrap();
+        let p = parse(&args(&[
+            "-addr=:50051",
+            "-connect-timeout",
+            "2s",
+            "-rpc-timeout=500ms",
+            "-service",
+            "Registry",
+        ]))
+        .unwrap();
         assert_eq!(p.addr, "127.0.0.1:50051");
         assert_eq!(p.service, "Registry");
         assert_eq!(p.connect_timeout, Duration::from_secs(2));
         assert_eq!(p.rpc_timeout, Duration::from_millis(500));
         assert_eq!(parse(&args(&[])).err().unwrap(), "-addr not specified");
-        assert_eq!(parse(&args(&["-addr=:1", "-bogus"])).err().unwrap(), "unknown flag -bogus");
+        assert_eq!(
+            parse(&args(&["-addr=:1", "-bogus"])).err().unwrap(),
+            "unknown flag -bogus"
+        );
     }
 }

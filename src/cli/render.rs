@@ -40,7 +40,9 @@ fn render(args: &RenderArgs) -> Result<(), String> {
     match args.migrate_level.as_deref() {
         None | Some("none") => {}
         Some("bundle-object-to-csv-metadata") => {
-            return Err("migration level \"bundle-object-to-csv-metadata\" is not supported yet".into());
+            return Err(
+                "migration level \"bundle-object-to-csv-metadata\" is not supported yet".into(),
+            );
         }
         Some(other) => return Err(format!("unknown migration level {other:?}")),
     }
@@ -48,16 +50,24 @@ fn render(args: &RenderArgs) -> Result<(), String> {
     for r in &args.refs {
         let path = Path::new(r);
         if !path.exists() {
-            return Err(format!("ref {r:?}: rendering container images is not supported yet"));
+            return Err(format!(
+                "ref {r:?}: rendering container images is not supported yet"
+            ));
         }
         if !path.is_dir() {
             return Err(format!("ref {r:?} is not a directory: not allowed"));
         }
         if path.join("manifests").is_dir() && path.join("metadata").is_dir() {
-            return Err(format!("ref {r:?}: rendering bundle directories is not supported yet"));
+            return Err(format!(
+                "ref {r:?}: rendering bundle directories is not supported yet"
+            ));
         }
         let loaded = catalog::walk::load_dir(path).map_err(|errors| {
-            errors.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n")
+            errors
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join("\n")
         })?;
         dc.packages.extend(loaded.packages);
         dc.channels.extend(loaded.channels);
@@ -71,5 +81,7 @@ fn render(args: &RenderArgs) -> Result<(), String> {
         Format::Json => catalog::write::write_json(&dc, &mut out),
         Format::Yaml => catalog::write::write_yaml(&dc, &mut out),
     };
-    written.and_then(|()| out.flush()).map_err(|e| format!("writing output: {e}"))
+    written
+        .and_then(|()| out.flush())
+        .map_err(|e| format!("writing output: {e}"))
 }

@@ -47,7 +47,9 @@ pub struct ServeArgs {
 
 fn parse_duration(s: &str) -> Result<Duration, String> {
     let (number, unit) = s.split_at(s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len()));
-    let n: u64 = number.parse().map_err(|_| format!("invalid duration {s:?} (e.g. 10s, 500ms, 1m)"))?;
+    let n: u64 = number
+        .parse()
+        .map_err(|_| format!("invalid duration {s:?} (e.g. 10s, 500ms, 1m)"))?;
     match unit {
         "ms" => Ok(Duration::from_millis(n)),
         "s" | "" => Ok(Duration::from_secs(n)),
@@ -69,7 +71,10 @@ pub fn run(args: ServeArgs) -> i32 {
 
 fn write_termination_log(path: &Path, message: &str) {
     if let Err(e) = std::fs::write(path, format!("{message}\n")) {
-        warn!("could not write the termination log {}: {e}", path.display());
+        warn!(
+            "could not write the termination log {}: {e}",
+            path.display()
+        );
     }
 }
 
@@ -77,11 +82,18 @@ fn serve(args: &ServeArgs) -> Result<(), String> {
     if args.cache_enforce_integrity.is_some() && args.cache_dir.is_none() {
         return Err("--cache-dir must be specified with --cache-enforce-integrity".into());
     }
-    if args.pprof_addr != "localhost:6060" && !args.pprof_addr.is_empty() || args.pprof_capture_profiles {
-        warn!("pprof is not available in olm-registry; --pprof-addr and --pprof-capture-profiles are ignored");
+    if args.pprof_addr != "localhost:6060" && !args.pprof_addr.is_empty()
+        || args.pprof_capture_profiles
+    {
+        warn!(
+            "pprof is not available in olm-registry; --pprof-addr and --pprof-capture-profiles are ignored"
+        );
     }
     if !args.source_path.is_dir() {
-        return Err(format!("{:?} is not a directory", args.source_path.display().to_string()));
+        return Err(format!(
+            "{:?} is not a directory",
+            args.source_path.display().to_string()
+        ));
     }
     let options = CacheOptions {
         catalog: &args.source_path,
@@ -109,7 +121,11 @@ fn serve(args: &ServeArgs) -> Result<(), String> {
         let cache_dir = args.cache_dir.clone();
         let enforce_integrity = options.enforce_integrity;
         let load = move || {
-            cache::open_or_build(&CacheOptions { catalog: &catalog, cache_dir: cache_dir.as_deref(), enforce_integrity })
+            cache::open_or_build(&CacheOptions {
+                catalog: &catalog,
+                cache_dir: cache_dir.as_deref(),
+                enforce_integrity,
+            })
         };
         server::run(listener, load, args.shutdown_grace)
             .await
@@ -120,11 +136,16 @@ fn serve(args: &ServeArgs) -> Result<(), String> {
 /// opm listens on ":<port>" (every interface); HOST:PORT is our extension.
 async fn bind(port: &str) -> Result<tokio::net::TcpListener, String> {
     let candidates: Vec<SocketAddr> = if let Ok(n) = port.parse::<u16>() {
-        vec![SocketAddr::from(([0u16; 8], n)), SocketAddr::from(([0u8; 4], n))]
+        vec![
+            SocketAddr::from(([0u16; 8], n)),
+            SocketAddr::from(([0u8; 4], n)),
+        ]
     } else {
         tokio::net::lookup_host(port)
             .await
-            .map_err(|e| format!("invalid --port {port:?}: expected a port number or HOST:PORT ({e})"))?
+            .map_err(|e| {
+                format!("invalid --port {port:?}: expected a port number or HOST:PORT ({e})")
+            })?
             .collect()
     };
     let mut last = String::from("no address to listen on");

@@ -50,29 +50,32 @@ impl Catalog {
         Ok(ready.clone().expect("waited for Some"))
     }
 
-    /// Runs one query on a blocking thread.
+    /// Runs one point query. These are index lookups that take tens of microseconds, so
+    /// they run in place: handing them to a blocking thread would cost more than the lookup.
     pub async fn query<T, F>(&self, f: F) -> Result<T, Status>
     where
-        T: Send + 'static,
-        F: FnOnce(&Connection) -> Result<T, QueryError> + Send + 'static,
+        F: FnOnce(&Connection) -> Result<T, QueryError>,
     {
         let store = self.store().await?;
-        tokio::task::spawn_blocking(move || store.with_conn(f))
-            .await
-            .map_err(|e| Status::internal(format!("query task failed: {e}")))?
-            .map_err(to_status)
+        store.with_conn(f).map_err(to_status)
     }
 
     /// Runs a query that produces messages one by one, streaming them to the caller as they
     /// are read. The query stops when the caller goes away.
-    pub async fn stream<F>(&self, f: F) -> Result<ReceiverStream<Result<RawMessage, Status>>, Status>
+    pub async fn stream<F>(
+        &self,
+        f: F,
+    ) -> Result<ReceiverStream<Result<RawMessage, Status>>, Status>
     where
-        F: FnOnce(&Connection, &mut dyn FnMut(Bytes) -> bool) -> Result<(), QueryError> + Send + 'static,
+        F: FnOnce(&Connection, &mut dyn FnMut(Bytes) -> bool) -> Result<(), QueryError>
+            + Send
+            + 'static,
     {
         let store = self.store().await?;
         let (tx, rx) = mpsc::channel(STREAM_BUFFER);
         tokio::task::spawn_blocking(move || {
-            let result = store.with_conn(|conn| f(conn, &mut |b| tx.blocking_send(Ok(RawMessage(b))).is_ok()));
+            let result = store
+                .with_conn(|conn| f(conn, &mut |b| tx.blocking_send(Ok(RawMessage(b))).is_ok()));
             if let Err(e) = result {
                 let _ = tx.blocking_send(Err(to_status(e)));
             }

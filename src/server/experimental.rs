@@ -49,9 +49,17 @@ impl ExperimentalRegistry for ExperimentalService {
         }
         let rx = self
             .catalog
-            .stream(move |conn, send| query::custom_documents(conn, &r.schema, &r.package_name, send))
+            .stream(move |conn, send| {
+                query::custom_documents(conn, &r.schema, &r.package_name, send)
+            })
             .await
-            .map_err(|s| if s.code() == tonic::Code::Unknown { Status::internal(s.message()) } else { s })?;
+            .map_err(|s| {
+                if s.code() == tonic::Code::Unknown {
+                    Status::internal(s.message())
+                } else {
+                    s
+                }
+            })?;
         Ok(Response::new(Box::pin(rx)))
     }
 }

@@ -19,18 +19,26 @@ pub fn health() -> (watch::Sender<ServingStatus>, HealthService) {
 }
 
 fn response(status: ServingStatus) -> HealthCheckResponse {
-    HealthCheckResponse { status: status as i32 }
+    HealthCheckResponse {
+        status: status as i32,
+    }
 }
 
 #[tonic::async_trait]
 impl Health for HealthService {
-    async fn check(&self, _: Request<HealthCheckRequest>) -> Result<Response<HealthCheckResponse>, Status> {
+    async fn check(
+        &self,
+        _: Request<HealthCheckRequest>,
+    ) -> Result<Response<HealthCheckResponse>, Status> {
         Ok(Response::new(response(*self.status.borrow())))
     }
 
     type WatchStream = Pin<Box<dyn Stream<Item = Result<HealthCheckResponse, Status>> + Send>>;
 
-    async fn watch(&self, _: Request<HealthCheckRequest>) -> Result<Response<Self::WatchStream>, Status> {
+    async fn watch(
+        &self,
+        _: Request<HealthCheckRequest>,
+    ) -> Result<Response<Self::WatchStream>, Status> {
         // The current status first, then each change.
         let updates = WatchStream::new(self.status.clone()).map(|s| Ok(response(s)));
         Ok(Response::new(Box::pin(updates)))

@@ -34,9 +34,13 @@ where
             .register_encoded_file_descriptor_set(crate::api::FILE_DESCRIPTOR_SET)
             .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
             .register_encoded_file_descriptor_set(tonic_reflection::pb::v1::FILE_DESCRIPTOR_SET)
-            .register_encoded_file_descriptor_set(tonic_reflection::pb::v1alpha::FILE_DESCRIPTOR_SET)
+            .register_encoded_file_descriptor_set(
+                tonic_reflection::pb::v1alpha::FILE_DESCRIPTOR_SET,
+            )
     };
-    let reflection_v1 = reflection().build_v1().map_err(|e| CacheError::Io(format!("reflection: {e}")))?;
+    let reflection_v1 = reflection()
+        .build_v1()
+        .map_err(|e| CacheError::Io(format!("reflection: {e}")))?;
     let reflection_v1alpha = reflection()
         .build_v1alpha()
         .map_err(|e| CacheError::Io(format!("reflection: {e}")))?;
@@ -45,10 +49,14 @@ where
     let router = tonic::transport::Server::builder()
         .tcp_nodelay(true)
         .add_service(
-            RegistryServer::new(registry::RegistryService { catalog: catalog.clone() })
-                .max_encoding_message_size(usize::MAX),
+            RegistryServer::new(registry::RegistryService {
+                catalog: catalog.clone(),
+            })
+            .max_encoding_message_size(usize::MAX),
         )
-        .add_service(ExperimentalRegistryServer::new(experimental::ExperimentalService { catalog }))
+        .add_service(ExperimentalRegistryServer::new(
+            experimental::ExperimentalService { catalog },
+        ))
         .add_service(HealthServer::new(health))
         .add_service(reflection_v1)
         .add_service(reflection_v1alpha);
@@ -90,7 +98,10 @@ where
         Ok(Ok(Err(e))) => error!("server error while stopping: {e}"),
         Ok(Err(e)) => error!("server task failed: {e}"),
         Err(_) => {
-            warn!(grace_secs = grace.as_secs(), "calls still running after the grace period; closing them");
+            warn!(
+                grace_secs = grace.as_secs(),
+                "calls still running after the grace period; closing them"
+            );
             server.abort();
         }
     }

@@ -2,9 +2,9 @@
 use super::catalog::Catalog;
 use crate::api::server::registry_server::Registry;
 use crate::api::{
-    ChannelEntry, GetAllProvidersRequest, GetAllReplacementsRequest, GetBundleInChannelRequest, GetBundleRequest,
-    GetDefaultProviderRequest, GetLatestProvidersRequest, GetPackageRequest, GetReplacementRequest,
-    ListBundlesRequest, ListPackageRequest, PackageName, RawMessage,
+    ChannelEntry, GetAllProvidersRequest, GetAllReplacementsRequest, GetBundleInChannelRequest,
+    GetBundleRequest, GetDefaultProviderRequest, GetLatestProvidersRequest, GetPackageRequest,
+    GetReplacementRequest, ListBundlesRequest, ListPackageRequest, PackageName, RawMessage,
 };
 use crate::store::query;
 use std::pin::Pin;
@@ -36,18 +36,29 @@ impl Registry for RegistryService {
         _: Request<ListPackageRequest>,
     ) -> Result<Response<Self::ListPackagesStream>, Status> {
         let names = self.catalog.query(query::list_packages).await?;
-        Ok(computed(names.into_iter().map(|name| PackageName { name }).collect()))
+        Ok(computed(
+            names.into_iter().map(|name| PackageName { name }).collect(),
+        ))
     }
 
-    async fn get_package(&self, req: Request<GetPackageRequest>) -> Result<Response<crate::api::Package>, Status> {
+    async fn get_package(
+        &self,
+        req: Request<GetPackageRequest>,
+    ) -> Result<Response<crate::api::Package>, Status> {
         let name = req.into_inner().name;
-        let bytes = self.catalog.query(move |c| query::get_package(c, &name)).await?;
+        let bytes = self
+            .catalog
+            .query(move |c| query::get_package(c, &name))
+            .await?;
         // Packages are small; decoding keeps the generated Package type on the wire.
         let package = prost::Message::decode(bytes).map_err(|e| Status::internal(e.to_string()))?;
         Ok(Response::new(package))
     }
 
-    async fn get_bundle(&self, req: Request<GetBundleRequest>) -> Result<Response<RawMessage>, Status> {
+    async fn get_bundle(
+        &self,
+        req: Request<GetBundleRequest>,
+    ) -> Result<Response<RawMessage>, Status> {
         let r = req.into_inner();
         let b = self
             .catalog
@@ -73,7 +84,10 @@ impl Registry for RegistryService {
         req: Request<GetAllReplacementsRequest>,
     ) -> Result<Response<Self::GetChannelEntriesThatReplaceStream>, Status> {
         let name = req.into_inner().csv_name;
-        let entries = self.catalog.query(move |c| query::entries_that_replace(c, &name)).await?;
+        let entries = self
+            .catalog
+            .query(move |c| query::entries_that_replace(c, &name))
+            .await?;
         Ok(computed(entries))
     }
 
@@ -84,7 +98,9 @@ impl Registry for RegistryService {
         let r = req.into_inner();
         let b = self
             .catalog
-            .query(move |c| query::bundle_that_replaces(c, &r.csv_name, &r.pkg_name, &r.channel_name))
+            .query(move |c| {
+                query::bundle_that_replaces(c, &r.csv_name, &r.pkg_name, &r.channel_name)
+            })
             .await?;
         Ok(Response::new(RawMessage(b)))
     }
@@ -129,7 +145,10 @@ impl Registry for RegistryService {
         &self,
         _: Request<ListBundlesRequest>,
     ) -> Result<Response<Self::ListBundlesStream>, Status> {
-        let rx = self.catalog.stream(|conn, send| query::list_bundles(conn, send)).await?;
+        let rx = self
+            .catalog
+            .stream(|conn, send| query::list_bundles(conn, send))
+            .await?;
         Ok(Response::new(Box::pin(rx)))
     }
 }

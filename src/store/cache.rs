@@ -68,7 +68,11 @@ pub fn open_or_build(opts: &CacheOptions<'_>) -> Result<Loaded, CacheError> {
     match Store::open(&index) {
         Ok(store) if store.digest() == digest => {
             info!(cache = %index.display(), "catalog unchanged, serving the cached index");
-            return Ok(Loaded { store, outcome: Outcome::Reused, scratch: None });
+            return Ok(Loaded {
+                store,
+                outcome: Outcome::Reused,
+                scratch: None,
+            });
         }
         Ok(store) => {
             let problem = format!(
@@ -82,7 +86,9 @@ pub fn open_or_build(opts: &CacheOptions<'_>) -> Result<Loaded, CacheError> {
         }
         Err(e) => {
             if opts.enforce_integrity {
-                return Err(CacheError::Integrity(format!("cache requires rebuild: {e}")));
+                return Err(CacheError::Integrity(format!(
+                    "cache requires rebuild: {e}"
+                )));
             }
             if index.exists() {
                 warn!("unusable cached index ({e}); rebuilding");
@@ -116,7 +122,12 @@ fn build_in_scratch(catalog: &Path, digest: &str) -> Result<Loaded, CacheError> 
     build(catalog, &index, digest, Some(scratch))
 }
 
-fn build(catalog: &Path, index: &Path, digest: &str, scratch: Option<tempfile::TempDir>) -> Result<Loaded, CacheError> {
+fn build(
+    catalog: &Path,
+    index: &Path,
+    digest: &str,
+    scratch: Option<tempfile::TempDir>,
+) -> Result<Loaded, CacheError> {
     let summary = build_index(catalog, index, digest).map_err(CacheError::Ingest)?;
     info!(
         packages = summary.packages,
@@ -126,8 +137,13 @@ fn build(catalog: &Path, index: &Path, digest: &str, scratch: Option<tempfile::T
         elapsed_ms = summary.elapsed.as_millis() as u64,
         "catalog ingested"
     );
-    let store = Store::open(index).map_err(|e| CacheError::Io(format!("opening the new index: {e}")))?;
-    Ok(Loaded { store, outcome: Outcome::Built(summary), scratch })
+    let store =
+        Store::open(index).map_err(|e| CacheError::Io(format!("opening the new index: {e}")))?;
+    Ok(Loaded {
+        store,
+        outcome: Outcome::Built(summary),
+        scratch,
+    })
 }
 
 /// Names of entries that are not ours, when the directory has any (an opm cache, say).

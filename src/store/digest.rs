@@ -40,7 +40,11 @@ fn collect_files(dir: &Path, prefix: &str, out: &mut Vec<String>) -> io::Result<
     for entry in std::fs::read_dir(dir)? {
         let entry = entry?;
         let name = entry.file_name().to_string_lossy().into_owned();
-        let rel = if prefix.is_empty() { name } else { format!("{prefix}/{name}") };
+        let rel = if prefix.is_empty() {
+            name
+        } else {
+            format!("{prefix}/{name}")
+        };
         // Follow symlinks as the loader does; a dangling one is the loader's error to report.
         // Anything else that is not a directory (a pipe, a device) is read like a file.
         match std::fs::metadata(entry.path()) {

@@ -35,7 +35,14 @@ pub struct BundleParts<'a> {
 /// skips there); ListBundles leaves out manifests of bundles that have an image.
 pub fn assemble_bundle(p: &BundleParts<'_>, with_edges: bool, with_manifests: bool) -> Bytes {
     let mut out = BytesMut::with_capacity(
-        p.common.len() + p.tail.len() + p.edges.len() + if with_manifests { p.objects.len() * 2 } else { 0 },
+        p.common.len()
+            + p.tail.len()
+            + p.edges.len()
+            + if with_manifests {
+                p.objects.len() * 2
+            } else {
+                0
+            },
     );
     out.put_slice(p.common);
     if with_manifests {
@@ -67,7 +74,10 @@ fn put_bytes_field(out: &mut BytesMut, field: u32, data: &[u8]) {
 }
 
 /// Encodes the `object` fields and returns where the object at `csv_index` has its text.
-pub fn encode_objects(objects: &[String], csv_index: Option<usize>) -> (Vec<u8>, Option<(usize, usize)>) {
+pub fn encode_objects(
+    objects: &[String],
+    csv_index: Option<usize>,
+) -> (Vec<u8>, Option<(usize, usize)>) {
     let total: usize = objects
         .iter()
         .map(|o| 1 + encoded_len_varint(o.len() as u64) + o.len())
@@ -86,12 +96,21 @@ pub fn encode_objects(objects: &[String], csv_index: Option<usize>) -> (Vec<u8>,
 }
 
 pub fn encode_tail(channel: &str, skip_range: &str) -> Vec<u8> {
-    api::Bundle { channel_name: channel.to_owned(), skip_range: skip_range.to_owned(), ..Default::default() }
-        .encode_to_vec()
+    api::Bundle {
+        channel_name: channel.to_owned(),
+        skip_range: skip_range.to_owned(),
+        ..Default::default()
+    }
+    .encode_to_vec()
 }
 
 pub fn encode_edges(replaces: &str, skips: &[String]) -> Vec<u8> {
-    api::Bundle { replaces: replaces.to_owned(), skips: skips.to_vec(), ..Default::default() }.encode_to_vec()
+    api::Bundle {
+        replaces: replaces.to_owned(),
+        skips: skips.to_vec(),
+        ..Default::default()
+    }
+    .encode_to_vec()
 }
 
 #[cfg(test)]
@@ -111,7 +130,10 @@ mod tests {
             ..Default::default()
         }
         .encode_to_vec();
-        let objects = vec!["{\"kind\":\"CustomResourceDefinition\"}".to_string(), "{\"kind\":\"ClusterServiceVersion\"}".to_string()];
+        let objects = vec![
+            "{\"kind\":\"CustomResourceDefinition\"}".to_string(),
+            "{\"kind\":\"ClusterServiceVersion\"}".to_string(),
+        ];
         let (encoded, csv_range) = encode_objects(&objects, Some(1));
         let tail = encode_tail("stable", ">=0.1.0 <1.0.0");
         let edges = encode_edges("foo.v0", &["foo.v0.5".to_string()]);
@@ -152,6 +174,6 @@ mod tests {
         };
         let b = decode(&assemble_bundle(&parts, false, true));
         assert_eq!(b.csv_json, "{\"kind\":\"ClusterServiceVersion\"}");
-        assert_eq!(b.object, [b.csv_json.clone()]);
+        assert_eq!(b.object, std::slice::from_ref(&b.csv_json));
     }
 }

@@ -33,7 +33,11 @@ impl std::fmt::Display for IngestError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             IngestError::Load(errors) => {
-                write!(f, "the catalog has {} unreadable document(s):", errors.len())?;
+                write!(
+                    f,
+                    "the catalog has {} unreadable document(s):",
+                    errors.len()
+                )?;
                 for e in errors {
                     write!(f, "\n  {e}")?;
                 }
@@ -109,10 +113,18 @@ pub fn build_index(catalog: &Path, target: &Path, digest: &str) -> Result<Summar
     Ok(summary)
 }
 
-fn load(root: &Path, files: &[String], conn: &Connection, digest: &str) -> Result<Summary, IngestError> {
+fn load(
+    root: &Path,
+    files: &[String],
+    conn: &Connection,
+    digest: &str,
+) -> Result<Summary, IngestError> {
     let mut writer = Writer::new(conn)?;
     let mut errors = Vec::new();
-    let mut summary = Summary { files: files.len(), ..Default::default() };
+    let mut summary = Summary {
+        files: files.len(),
+        ..Default::default()
+    };
     parse_in_parallel(root, files, |result| {
         match result {
             Ok((bytes, docs)) => {
@@ -130,7 +142,12 @@ fn load(root: &Path, files: &[String], conn: &Connection, digest: &str) -> Resul
     if !errors.is_empty() {
         return Err(IngestError::Load(errors));
     }
-    let Writer { dc, manifests, custom_documents, .. } = writer;
+    let Writer {
+        dc,
+        manifests,
+        custom_documents,
+        ..
+    } = writer;
     let model = Model::build(dc).map_err(IngestError::Invalid)?;
     let counts = write_model(conn, &model, &manifests)?;
     summary.packages = model.packages.len();
@@ -144,7 +161,10 @@ fn load(root: &Path, files: &[String], conn: &Connection, digest: &str) -> Resul
         ("packages", summary.packages.to_string()),
         ("bundles", summary.bundles.to_string()),
         ("entries", summary.entries.to_string()),
-        ("writer", format!("olm-registry {}", env!("CARGO_PKG_VERSION"))),
+        (
+            "writer",
+            format!("olm-registry {}", env!("CARGO_PKG_VERSION")),
+        ),
     ] {
         info.execute(params![key, value])?;
     }
@@ -158,7 +178,9 @@ fn parse_in_parallel(
     files: &[String],
     mut consume: impl FnMut(FileResult) -> Result<(), IngestError>,
 ) -> Result<(), IngestError> {
-    let workers = std::thread::available_parallelism().map_or(2, |n| n.get()).min(files.len().max(1));
+    let workers = std::thread::available_parallelism()
+        .map_or(2, |n| n.get())
+        .min(files.len().max(1));
     let next = std::sync::atomic::AtomicUsize::new(0);
     let (tx, rx) = mpsc::sync_channel::<(usize, FileResult)>(workers * 2);
     std::thread::scope(|scope| {
@@ -190,8 +212,13 @@ fn parse_in_parallel(
 }
 
 fn parse_file(root: &Path, rel: &str) -> FileResult {
-    let data = std::fs::read(root.join(rel))
-        .map_err(|e| vec![LoadError { file: rel.to_owned(), line: 0, message: format!("read: {e}") }])?;
+    let data = std::fs::read(root.join(rel)).map_err(|e| {
+        vec![LoadError {
+            file: rel.to_owned(),
+            line: 0,
+            message: format!("read: {e}"),
+        }]
+    })?;
     let docs = parse_documents(rel, &data)?;
     let mut errors = Vec::new();
     let parsed = docs
@@ -207,7 +234,11 @@ fn parse_file(root: &Path, rel: &str) -> FileResult {
             other => Some(Parsed::Other(other)),
         })
         .collect();
-    if errors.is_empty() { Ok((data.len() as u64, parsed)) } else { Err(errors) }
+    if errors.is_empty() {
+        Ok((data.len() as u64, parsed))
+    } else {
+        Err(errors)
+    }
 }
 
 /// Decodes a bundle's `olm.bundle.object`s and takes them out of its properties.
@@ -249,7 +280,11 @@ fn split_manifests(mut bundle: Bundle) -> Result<ParsedBundle, LoadError> {
         });
     }
     bundle.external_objects = objects.len();
-    Ok(ParsedBundle { light: bundle, objects, csv_index })
+    Ok(ParsedBundle {
+        light: bundle,
+        objects,
+        csv_index,
+    })
 }
 
 fn is_csv(json: &str) -> bool {
@@ -257,7 +292,8 @@ fn is_csv(json: &str) -> bool {
     struct Kind {
         kind: Option<String>,
     }
-    serde_json::from_str::<Kind>(json).is_ok_and(|k| k.kind.as_deref() == Some("ClusterServiceVersion"))
+    serde_json::from_str::<Kind>(json)
+        .is_ok_and(|k| k.kind.as_deref() == Some("ClusterServiceVersion"))
 }
 
 /// Takes documents in file order: manifests and custom documents go to the database at
@@ -277,21 +313,36 @@ impl<'c> Writer<'c> {
         Ok(Writer {
             dc: DeclarativeConfig::default(),
             manifests: HashMap::new(),
-            insert_manifest: conn.prepare("INSERT INTO manifest (objects, csv_start, csv_len) VALUES (?1, ?2, ?3)")?,
-            insert_custom: conn.prepare("INSERT INTO custom_doc (schema, package, message) VALUES (?1, ?2, ?3)")?,
+            insert_manifest: conn.prepare(
+                "INSERT INTO manifest (objects, csv_start, csv_len) VALUES (?1, ?2, ?3)",
+            )?,
+            insert_custom: conn
+                .prepare("INSERT INTO custom_doc (schema, package, message) VALUES (?1, ?2, ?3)")?,
             custom_documents: 0,
         })
     }
 
     fn add(&mut self, doc: Parsed) -> Result<(), Vec<LoadError>> {
-        let storage = |e: rusqlite::Error| vec![LoadError { file: String::new(), line: 0, message: e.to_string() }];
+        let storage = |e: rusqlite::Error| {
+            vec![LoadError {
+                file: String::new(),
+                line: 0,
+                message: e.to_string(),
+            }]
+        };
         match doc {
             Parsed::Bundle(b) => {
                 let (objects, csv_range) = encode_objects(&b.objects, b.csv_index);
-                let (start, len) = csv_range.map_or((None, None), |(s, l)| (Some(s as i64), Some(l as i64)));
-                let id = self.insert_manifest.insert(params![objects, start, len]).map_err(storage)?;
-                self.manifests
-                    .insert((b.light.package.clone(), b.light.name.clone()), (id, csv_range.is_some()));
+                let (start, len) =
+                    csv_range.map_or((None, None), |(s, l)| (Some(s as i64), Some(l as i64)));
+                let id = self
+                    .insert_manifest
+                    .insert(params![objects, start, len])
+                    .map_err(storage)?;
+                self.manifests.insert(
+                    (b.light.package.clone(), b.light.name.clone()),
+                    (id, csv_range.is_some()),
+                );
                 self.dc.bundles.push(b.light);
             }
             Parsed::Other(Document::Meta(meta)) => {
@@ -337,7 +388,9 @@ pub fn is_simple_name(s: &str) -> bool {
 
 fn to_struct(v: &serde_json::Value) -> prost_types::Struct {
     let fields = match v {
-        serde_json::Value::Object(map) => map.iter().map(|(k, v)| (k.clone(), to_value(v))).collect(),
+        serde_json::Value::Object(map) => {
+            map.iter().map(|(k, v)| (k.clone(), to_value(v))).collect()
+        }
         _ => Default::default(),
     };
     prost_types::Struct { fields }
@@ -351,7 +404,9 @@ fn to_value(v: &serde_json::Value) -> prost_types::Value {
         J::Bool(b) => Kind::BoolValue(*b),
         J::Number(n) => Kind::NumberValue(n.as_f64().unwrap_or(f64::NAN)),
         J::String(s) => Kind::StringValue(s.clone()),
-        J::Array(a) => Kind::ListValue(prost_types::ListValue { values: a.iter().map(to_value).collect() }),
+        J::Array(a) => Kind::ListValue(prost_types::ListValue {
+            values: a.iter().map(to_value).collect(),
+        }),
         J::Object(_) => Kind::StructValue(to_struct(v)),
     };
     prost_types::Value { kind: Some(kind) }
@@ -366,7 +421,8 @@ fn write_model(
 ) -> Result<(usize, usize), IngestError> {
     let mut insert_package =
         conn.prepare("INSERT INTO package (name, default_channel, message) VALUES (?1, ?2, ?3)")?;
-    let mut insert_channel = conn.prepare("INSERT INTO channel (package, name, head) VALUES (?1, ?2, ?3)")?;
+    let mut insert_channel =
+        conn.prepare("INSERT INTO channel (package, name, head) VALUES (?1, ?2, ?3)")?;
     let mut insert_bundle = conn.prepare(
         "INSERT INTO bundle (package, name, has_image, manifest_id, common, csv_synth) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
     )?;
@@ -375,7 +431,11 @@ fn write_model(
     let mut bundle_ids = HashMap::new();
     let mut entries = Vec::new();
     for pkg in model.packages.values() {
-        insert_package.execute(params![pkg.name, pkg.default_channel, encode_package(pkg).encode_to_vec()])?;
+        insert_package.execute(params![
+            pkg.name,
+            pkg.default_channel,
+            encode_package(pkg).encode_to_vec()
+        ])?;
         for ch in pkg.channels.values() {
             insert_channel.execute(params![pkg.name, ch.name, ch.head])?;
             for e in &ch.entries {
@@ -386,7 +446,9 @@ fn write_model(
             let (manifest_id, has_csv) = manifests
                 .get(&(pkg.name.clone(), b.name.clone()))
                 .copied()
-                .ok_or_else(|| IngestError::Storage(format!("bundle {:?} lost its manifests", b.name)))?;
+                .ok_or_else(|| {
+                    IngestError::Storage(format!("bundle {:?} lost its manifests", b.name))
+                })?;
             let bundle = BundleFacts::of(b);
             let csv_synth = match (&bundle.csv_metadata, has_csv) {
                 (Some(meta), false) => {
@@ -415,7 +477,8 @@ fn write_model(
         "INSERT INTO entry (package, channel, bundle, bundle_id, replaces, is_head, tail, edges)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
     )?;
-    let mut insert_skip = conn.prepare("INSERT INTO skip (entry_id, ord, name) VALUES (?1, ?2, ?3)")?;
+    let mut insert_skip =
+        conn.prepare("INSERT INTO skip (entry_id, ord, name) VALUES (?1, ?2, ?3)")?;
     for (channel, pkg, e, is_head) in &entries {
         let bundle_id = bundle_ids
             .get(&(*pkg, e.name.as_str()))
@@ -447,10 +510,16 @@ fn encode_package(pkg: &ModelPackage) -> api::Package {
             .map(|ch| api::Channel {
                 name: ch.name.clone(),
                 csv_name: ch.head.clone(),
-                deprecation: ch.deprecation.clone().map(|message| api::Deprecation { message }),
+                deprecation: ch
+                    .deprecation
+                    .clone()
+                    .map(|message| api::Deprecation { message }),
             })
             .collect(),
-        deprecation: pkg.deprecation.clone().map(|message| api::Deprecation { message }),
+        deprecation: pkg
+            .deprecation
+            .clone()
+            .map(|message| api::Deprecation { message }),
     }
 }
 
@@ -490,15 +559,28 @@ impl BundleFacts {
                 }
                 Ok(Typed::BundleObject { .. }) => continue,
                 Ok(Typed::Package { version, .. }) => facts.version = version,
-                Ok(Typed::Gvk { group, version, kind }) => facts.provided.push(gvk(&group, &version, &kind)),
-                Ok(Typed::GvkRequired { group, version, kind }) => {
+                Ok(Typed::Gvk {
+                    group,
+                    version,
+                    kind,
+                }) => facts.provided.push(gvk(&group, &version, &kind)),
+                Ok(Typed::GvkRequired {
+                    group,
+                    version,
+                    kind,
+                }) => {
                     facts.required.push(gvk(&group, &version, &kind));
-                    facts
-                        .dependencies
-                        .push(api::Dependency { r#type: "olm.gvk".to_owned(), value: p.value.clone() });
+                    facts.dependencies.push(api::Dependency {
+                        r#type: "olm.gvk".to_owned(),
+                        value: p.value.clone(),
+                    });
                 }
-                Ok(Typed::PackageRequired { package_name, version_range }) => {
-                    let value = serde_json::json!({"packageName": package_name, "version": version_range});
+                Ok(Typed::PackageRequired {
+                    package_name,
+                    version_range,
+                }) => {
+                    let value =
+                        serde_json::json!({"packageName": package_name, "version": version_range});
                     facts.dependencies.push(api::Dependency {
                         r#type: "olm.package".to_owned(),
                         value: catalog::json::canonical(&value),
@@ -506,7 +588,10 @@ impl BundleFacts {
                 }
                 _ => {}
             }
-            facts.properties.push(api::Property { r#type: p.kind.clone(), value: p.value.clone() });
+            facts.properties.push(api::Property {
+                r#type: p.kind.clone(),
+                value: p.value.clone(),
+            });
         }
         facts
     }
@@ -521,7 +606,9 @@ impl BundleFacts {
             required_apis: self.required,
             dependencies: self.dependencies,
             properties: self.properties,
-            deprecation: deprecation.map(|m| api::Deprecation { message: m.to_owned() }),
+            deprecation: deprecation.map(|m| api::Deprecation {
+                message: m.to_owned(),
+            }),
             ..Default::default()
         }
         .encode_to_vec()

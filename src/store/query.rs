@@ -37,7 +37,9 @@ pub fn go_quote(s: &str) -> String {
             '\u{8}' => out.push_str("\\b"),
             '\u{c}' => out.push_str("\\f"),
             '\u{b}' => out.push_str("\\v"),
-            c if (c as u32) < 0x20 || c == '\u{7f}' => out.push_str(&format!("\\x{:02x}", c as u32)),
+            c if (c as u32) < 0x20 || c == '\u{7f}' => {
+                out.push_str(&format!("\\x{:02x}", c as u32))
+            }
             c if c.is_control() => out.push_str(&format!("\\u{:04x}", c as u32)),
             c => out.push(c),
         }
@@ -47,12 +49,19 @@ pub fn go_quote(s: &str) -> String {
 }
 
 fn gvk_text(group: &str, version: &str, kind: &str) -> String {
-    format!("group:{} version:{} kind:{}", go_quote(group), go_quote(version), go_quote(kind))
+    format!(
+        "group:{} version:{} kind:{}",
+        go_quote(group),
+        go_quote(version),
+        go_quote(kind)
+    )
 }
 
 pub fn list_packages(conn: &Connection) -> Result<Vec<String>> {
     let mut stmt = conn.prepare_cached("SELECT name FROM package ORDER BY name")?;
-    let names = stmt.query_map([], |r| r.get(0))?.collect::<rusqlite::Result<_>>()?;
+    let names = stmt
+        .query_map([], |r| r.get(0))?
+        .collect::<rusqlite::Result<_>>()?;
     Ok(names)
 }
 
@@ -88,16 +97,25 @@ fn channel_not_found(pkg: &str, channel: &str) -> QueryError {
 /// Checks package then channel, with the errors GetBundle and GetBundleForChannel give.
 fn require_channel(conn: &Connection, pkg: &str, channel: &str) -> Result<String> {
     if !package_exists(conn, pkg)? {
-        return Err(QueryError::NotFound(format!("package {} not found", go_quote(pkg))));
+        return Err(QueryError::NotFound(format!(
+            "package {} not found",
+            go_quote(pkg)
+        )));
     }
     channel_head(conn, pkg, channel)?.ok_or_else(|| channel_not_found(pkg, channel))
 }
 
-const BUNDLE_COLUMNS: &str = "b.common, m.objects, m.csv_start, m.csv_len, b.csv_synth, e.tail, e.edges";
-const BUNDLE_JOIN: &str = "entry e JOIN bundle b ON b.id = e.bundle_id JOIN manifest m ON m.id = b.manifest_id";
+const BUNDLE_COLUMNS: &str =
+    "b.common, m.objects, m.csv_start, m.csv_len, b.csv_synth, e.tail, e.edges";
+const BUNDLE_JOIN: &str =
+    "entry e JOIN bundle b ON b.id = e.bundle_id JOIN manifest m ON m.id = b.manifest_id";
 
 /// Assembles a bundle from a row of [`BUNDLE_COLUMNS`], borrowing the blobs from the row.
-fn bundle_from_row(row: &Row<'_>, with_edges: bool, with_manifests: bool) -> rusqlite::Result<Bytes> {
+fn bundle_from_row(
+    row: &Row<'_>,
+    with_edges: bool,
+    with_manifests: bool,
+) -> rusqlite::Result<Bytes> {
     let blob = |i: usize| -> rusqlite::Result<&[u8]> {
         match row.get_ref(i)? {
             ValueRef::Null => Ok(&[]),
@@ -135,15 +153,17 @@ fn point_bundle(conn: &Connection, pkg: &str, channel: &str, name: &str) -> Resu
 }
 
 pub fn get_bundle(conn: &Connection, pkg: &str, channel: &str, name: &str) -> Result<Bytes> {
+    // The common case in one lookup; the error is worked out only when there is none.
+    if let Some(b) = point_bundle(conn, pkg, channel, name)? {
+        return Ok(b);
+    }
     require_channel(conn, pkg, channel)?;
-    point_bundle(conn, pkg, channel, name)?.ok_or_else(|| {
-        QueryError::NotFound(format!(
-            "package {}, channel {}, bundle {} not found",
-            go_quote(pkg),
-            go_quote(channel),
-            go_quote(name)
-        ))
-    })
+    Err(QueryError::NotFound(format!(
+        "package {}, channel {}, bundle {} not found",
+        go_quote(pkg),
+        go_quote(channel),
+        go_quote(name)
+    )))
 }
 
 pub fn get_bundle_for_channel(conn: &Connection, pkg: &str, channel: &str) -> Result<Bytes> {
@@ -153,7 +173,12 @@ pub fn get_bundle_for_channel(conn: &Connection, pkg: &str, channel: &str) -> Re
 }
 
 fn entry(pkg: String, channel: String, bundle: String, replaces: String) -> ChannelEntry {
-    ChannelEntry { package_name: pkg, channel_name: channel, bundle_name: bundle, replaces }
+    ChannelEntry {
+        package_name: pkg,
+        channel_name: channel,
+        bundle_name: bundle,
+        replaces,
+    }
 }
 
 /// Every entry that replaces `name`, or skips it (then reported with its real replaces).
@@ -168,15 +193,24 @@ pub fn entries_that_replace(conn: &Connection, name: &str) -> Result<Vec<Channel
          ORDER BY id, ord",
     )?;
     let entries: Vec<ChannelEntry> = stmt
-        .query_map([name], |r| Ok(entry(r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?
+        .query_map([name], |r| {
+            Ok(entry(r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+        })?
         .collect::<rusqlite::Result<_>>()?;
     if entries.is_empty() {
-        return Err(QueryError::NotFound(format!("no channel entries found that replace {name}")));
+        return Err(QueryError::NotFound(format!(
+            "no channel entries found that replace {name}"
+        )));
     }
     Ok(entries)
 }
 
-pub fn bundle_that_replaces(conn: &Connection, name: &str, pkg: &str, channel: &str) -> Result<Bytes> {
+pub fn bundle_that_replaces(
+    conn: &Connection,
+    name: &str,
+    pkg: &str,
+    channel: &str,
+) -> Result<Bytes> {
     if !package_exists(conn, pkg)? {
         // Upstream leaves this one unquoted.
         return Err(QueryError::NotFound(format!("package {pkg} not found")));
@@ -205,7 +239,13 @@ pub fn bundle_that_replaces(conn: &Connection, name: &str, pkg: &str, channel: &
 /// The entries of bundles providing a GVK: one with the entry's replaces, and one per skip
 /// that differs from it. `heads_only` gives the "latest" variant, where only skips that are
 /// themselves entries of the channel count.
-fn providers(conn: &Connection, group: &str, version: &str, kind: &str, heads_only: bool) -> Result<Vec<ChannelEntry>> {
+fn providers(
+    conn: &Connection,
+    group: &str,
+    version: &str,
+    kind: &str,
+    heads_only: bool,
+) -> Result<Vec<ChannelEntry>> {
     let sql = format!(
         "SELECT e.id, e.package, e.channel, e.bundle, e.replaces, s.name
            FROM entry e LEFT JOIN skip s ON s.entry_id = e.id {skip_filter}
@@ -230,7 +270,12 @@ fn providers(conn: &Connection, group: &str, version: &str, kind: &str, heads_on
         let skipped: Option<String> = r.get(5)?;
         if last_id != Some(id) {
             last_id = Some(id);
-            out.push(entry(pkg.clone(), channel.clone(), bundle.clone(), replaces.clone()));
+            out.push(entry(
+                pkg.clone(),
+                channel.clone(),
+                bundle.clone(),
+                replaces.clone(),
+            ));
         }
         if let Some(s) = skipped.filter(|s| *s != replaces) {
             out.push(entry(pkg, channel, bundle, s));
@@ -245,17 +290,32 @@ fn providers(conn: &Connection, group: &str, version: &str, kind: &str, heads_on
     Ok(out)
 }
 
-pub fn entries_that_provide(conn: &Connection, group: &str, version: &str, kind: &str) -> Result<Vec<ChannelEntry>> {
+pub fn entries_that_provide(
+    conn: &Connection,
+    group: &str,
+    version: &str,
+    kind: &str,
+) -> Result<Vec<ChannelEntry>> {
     providers(conn, group, version, kind, false)
 }
 
-pub fn latest_entries_that_provide(conn: &Connection, group: &str, version: &str, kind: &str) -> Result<Vec<ChannelEntry>> {
+pub fn latest_entries_that_provide(
+    conn: &Connection,
+    group: &str,
+    version: &str,
+    kind: &str,
+) -> Result<Vec<ChannelEntry>> {
     providers(conn, group, version, kind, true)
 }
 
 /// The head of the default channel of the first package (by name) whose default-channel head
 /// provides the GVK.
-pub fn default_bundle_that_provides(conn: &Connection, group: &str, version: &str, kind: &str) -> Result<Bytes> {
+pub fn default_bundle_that_provides(
+    conn: &Connection,
+    group: &str,
+    version: &str,
+    kind: &str,
+) -> Result<Bytes> {
     let mut latest = latest_entries_that_provide(conn, group, version, kind)?;
     latest.sort_by(|a, b| a.package_name.cmp(&b.package_name));
     let mut stmt = conn.prepare_cached("SELECT default_channel FROM package WHERE name = ?1")?;
@@ -295,9 +355,15 @@ pub fn list_bundles(conn: &Connection, mut send: impl FnMut(Bytes) -> bool) -> R
 
 /// Every custom-schema document with exactly this schema and package ('' = no package),
 /// each an encoded google.protobuf.Struct.
-pub fn custom_documents(conn: &Connection, schema: &str, package: &str, mut send: impl FnMut(Bytes) -> bool) -> Result<()> {
-    let mut stmt =
-        conn.prepare_cached("SELECT message FROM custom_doc WHERE schema = ?1 AND package = ?2 ORDER BY id")?;
+pub fn custom_documents(
+    conn: &Connection,
+    schema: &str,
+    package: &str,
+    mut send: impl FnMut(Bytes) -> bool,
+) -> Result<()> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT message FROM custom_doc WHERE schema = ?1 AND package = ?2 ORDER BY id",
+    )?;
     let mut rows = stmt.query([schema, package])?;
     while let Some(r) = rows.next()? {
         if !send(Bytes::from(r.get::<_, Vec<u8>>(0)?)) {

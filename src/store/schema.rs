@@ -5,7 +5,11 @@ use rusqlite::{Connection, params};
 /// (version, name, SQL), in the order they apply.
 const MIGRATIONS: &[(u32, &str, &str)] = &[
     (1, "index", include_str!("../../migrations/0001_index.sql")),
-    (2, "lookup_indexes", include_str!("../../migrations/0002_lookup_indexes.sql")),
+    (
+        2,
+        "lookup_indexes",
+        include_str!("../../migrations/0002_lookup_indexes.sql"),
+    ),
 ];
 
 /// The version a complete index has; an index at any other version is rebuilt.

@@ -20,7 +20,9 @@ const PATIENCE: Duration = Duration::from_secs(120);
 
 /// `../shared/testdata/<rel>`, or None (with a loud note) when the shared corpora are absent.
 pub fn shared_testdata(rel: &str) -> Option<PathBuf> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/testdata").join(rel);
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../shared/testdata")
+        .join(rel);
     if path.exists() {
         Some(path)
     } else {
@@ -33,7 +35,9 @@ pub fn shared_testdata(rel: &str) -> Option<PathBuf> {
 }
 
 pub fn fixture(rel: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(rel)
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(rel)
 }
 
 /// A running `olm-registry serve`.
@@ -74,9 +78,18 @@ impl Server {
             }
         });
         let addr = rx.recv_timeout(PATIENCE).unwrap_or_else(|_| {
-            panic!("server did not report its address; log:\n{}", log.lock().unwrap().join("\n"))
+            panic!(
+                "server did not report its address; log:\n{}",
+                log.lock().unwrap().join("\n")
+            )
         });
-        Server { child: Some(child), addr, termination_log, log, _dir: dir }
+        Server {
+            child: Some(child),
+            addr,
+            termination_log,
+            log,
+            _dir: dir,
+        }
     }
 
     /// Starts a server and waits until it reports SERVING.
@@ -91,7 +104,11 @@ impl Server {
     }
 
     pub async fn channel(&self) -> Channel {
-        Channel::from_shared(format!("http://{}", self.addr)).unwrap().connect().await.unwrap()
+        Channel::from_shared(format!("http://{}", self.addr))
+            .unwrap()
+            .connect()
+            .await
+            .unwrap()
     }
 
     pub async fn client(&self) -> RegistryClient<Channel> {
@@ -106,7 +123,9 @@ impl Server {
     pub async fn wait_for_status(&self, want: ServingStatus) {
         let mut health = self.health().await;
         let mut updates = health
-            .watch(HealthCheckRequest { service: String::new() })
+            .watch(HealthCheckRequest {
+                service: String::new(),
+            })
             .await
             .expect("health watch")
             .into_inner();
