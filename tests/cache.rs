@@ -109,6 +109,24 @@ async fn a_corrupt_or_truncated_cache_is_rebuilt() {
 }
 
 #[tokio::test]
+async fn the_partial_index_of_a_killed_ingest_is_removed() {
+    let catalog = example_copy();
+    let cache = tempfile::tempdir().unwrap();
+    let partial = cache
+        .path()
+        .join("olm-registry.v1/.index-killed.db.partial");
+    std::fs::create_dir_all(partial.parent().unwrap()).unwrap();
+    std::fs::write(&partial, b"half an index").unwrap();
+    let log = serve_once(catalog.path(), cache.path()).await;
+    assert!(
+        log.contains("removed the partial index of an interrupted ingest"),
+        "{log}"
+    );
+    assert!(!partial.exists());
+    assert!(index_file(cache.path()).exists());
+}
+
+#[tokio::test]
 async fn an_opm_cache_is_left_alone_and_ours_is_built_beside_it() {
     let catalog = example_copy();
     let cache = tempfile::tempdir().unwrap();

@@ -50,6 +50,15 @@ impl fmt::Display for LoadError {
 
 impl std::error::Error for LoadError {}
 
+/// All the load errors of a catalog as one message, one per line.
+pub fn describe_load_errors(errors: &[LoadError]) -> String {
+    let mut message = format!("the catalog has {} unreadable document(s):", errors.len());
+    for e in errors {
+        message.push_str(&format!("\n  {e}"));
+    }
+    message
+}
+
 /// Decodes every document of one file. `file` is the path used in origins and messages.
 ///
 /// Every bad document is reported, not only the first, except where the file's syntax makes

@@ -1,4 +1,5 @@
 use super::Format;
+use crate::catalog::decode::describe_load_errors;
 use crate::catalog::{self, DeclarativeConfig};
 use clap::Args;
 use std::io::Write;
@@ -62,13 +63,8 @@ fn render(args: &RenderArgs) -> Result<(), String> {
                 "ref {r:?}: rendering bundle directories is not supported yet"
             ));
         }
-        let loaded = catalog::walk::load_dir(path).map_err(|errors| {
-            errors
-                .iter()
-                .map(ToString::to_string)
-                .collect::<Vec<_>>()
-                .join("\n")
-        })?;
+        let loaded =
+            catalog::walk::load_dir(path).map_err(|errors| describe_load_errors(&errors))?;
         dc.packages.extend(loaded.packages);
         dc.channels.extend(loaded.channels);
         dc.bundles.extend(loaded.bundles);

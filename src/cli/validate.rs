@@ -1,4 +1,5 @@
 use super::Format;
+use crate::catalog::decode::describe_load_errors;
 use crate::catalog::{self, model::Model};
 use clap::Args;
 use std::path::PathBuf;
@@ -15,13 +16,7 @@ pub struct ValidateArgs {
 
 pub fn run(args: ValidateArgs) -> i32 {
     let result = catalog::walk::load_dir(&args.directory)
-        .map_err(|errors| {
-            let mut message = format!("the catalog has {} unreadable document(s):", errors.len());
-            for e in errors {
-                message.push_str(&format!("\n  {e}"));
-            }
-            message
-        })
+        .map_err(|errors| describe_load_errors(&errors))
         .and_then(|dc| Model::build(dc).map(drop).map_err(|e| e.to_string()));
     match args.output {
         None => match result {

@@ -4,7 +4,7 @@
 //! `<cache-dir>/olm-registry.v1/index.db`. A start with an unchanged catalog opens it as is.
 //! A stale, corrupt or foreign cache is rebuilt with a warning — a CatalogSource pod must
 //! never crash-loop on its own cache — unless integrity is enforced, as opm does.
-use super::ingest::{IngestError, Summary, build_index};
+use super::ingest::{IngestError, PARTIAL_PREFIX, PARTIAL_SUFFIX, Summary, build_index};
 use super::{Store, digest, schema};
 use std::path::{Path, PathBuf};
 use tracing::{info, warn};
@@ -101,7 +101,10 @@ pub fn open_or_build(opts: &CacheOptions<'_>) -> Result<Loaded, CacheError> {
         }
     }
     match std::fs::create_dir_all(index.parent().unwrap_or(cache_dir)) {
-        Ok(()) => build(opts.catalog, &index, &digest, None),
+        Ok(()) => {
+            remove_partial_indexes(index.parent().unwrap_or(cache_dir));
+            build(opts.catalog, &index, &digest, None)
+        }
         Err(e) => {
             warn!(cache = %cache_dir.display(), "cache directory is not writable ({e}); using a private one");
             build_in_scratch(opts.catalog, &digest)
@@ -144,6 +147,26 @@ fn build(
         outcome: Outcome::Built(summary),
         scratch,
     })
+}
+
+/// An ingest that was killed (SIGKILL, OOM) cannot remove its partial file; the next one does.
+fn remove_partial_indexes(dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.filter_map(Result::ok) {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name.starts_with(PARTIAL_PREFIX) && name.ends_with(PARTIAL_SUFFIX) {
+            match std::fs::remove_file(entry.path()) {
+                Ok(()) => {
+                    warn!(file = %entry.path().display(), "removed the partial index of an interrupted ingest")
+                }
+                Err(e) => {
+                    warn!(file = %entry.path().display(), "cannot remove a partial index: {e}")
+                }
+            }
+        }
+    }
 }
 
 /// Names of entries that are not ours, when the directory has any (an opm cache, say).

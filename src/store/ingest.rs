@@ -8,7 +8,7 @@
 use super::encode::{encode_edges, encode_objects, encode_tail};
 use super::schema;
 use crate::api;
-use crate::catalog::decode::{LoadError, parse_documents};
+use crate::catalog::decode::{LoadError, describe_load_errors, parse_documents};
 use crate::catalog::model::{Model, ModelPackage, ValidationError};
 use crate::catalog::property::{self, Typed};
 use crate::catalog::{self, Bundle, DeclarativeConfig, Document, Meta};
@@ -32,17 +32,7 @@ pub enum IngestError {
 impl std::fmt::Display for IngestError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            IngestError::Load(errors) => {
-                write!(
-                    f,
-                    "the catalog has {} unreadable document(s):",
-                    errors.len()
-                )?;
-                for e in errors {
-                    write!(f, "\n  {e}")?;
-                }
-                Ok(())
-            }
+            IngestError::Load(errors) => f.write_str(&describe_load_errors(errors)),
             IngestError::Invalid(e) => write!(f, "{e}"),
             IngestError::Storage(e) => write!(f, "writing the index: {e}"),
         }
@@ -83,14 +73,18 @@ enum Parsed {
 
 type FileResult = Result<(u64, Vec<Parsed>), Vec<LoadError>>;
 
+/// The name of the file an ingest writes before renaming it into place: `.index-*.db.partial`.
+pub const PARTIAL_PREFIX: &str = ".index-";
+pub const PARTIAL_SUFFIX: &str = ".db.partial";
+
 /// Builds the index for the FBC at `catalog` into `target`, replacing it only on success.
 pub fn build_index(catalog: &Path, target: &Path, digest: &str) -> Result<Summary, IngestError> {
     let started = Instant::now();
     let files = catalog::walk::catalog_files(catalog).map_err(|e| IngestError::Load(vec![e]))?;
     let dir = target.parent().unwrap_or(Path::new("."));
     let tmp = tempfile::Builder::new()
-        .prefix(".index-")
-        .suffix(".db.partial")
+        .prefix(PARTIAL_PREFIX)
+        .suffix(PARTIAL_SUFFIX)
         .tempfile_in(dir)
         .map_err(|e| IngestError::Storage(format!("{}: {e}", dir.display())))?;
     let mut summary = {
