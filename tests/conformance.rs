@@ -3,7 +3,7 @@
 #![allow(deprecated)] // GetBundleForChannel is deprecated upstream, and still served.
 mod common;
 
-use common::{Server, shared_testdata};
+use common::{Server, collect, list_order_key, shared_testdata};
 use olm_registry::api::*;
 use sha2::{Digest, Sha256};
 use tonic::Code;
@@ -23,14 +23,6 @@ fn sorted(mut v: Vec<ChannelEntry>) -> Vec<(String, String, String, String)> {
         .map(|e| (e.package_name, e.channel_name, e.bundle_name, e.replaces))
         .collect();
     out.sort();
-    out
-}
-
-async fn collect<T>(mut s: tonic::Streaming<T>) -> Vec<T> {
-    let mut out = Vec::new();
-    while let Some(item) = s.message().await.expect("stream item") {
-        out.push(item);
-    }
     out
 }
 
@@ -339,16 +331,7 @@ async fn dataset_m_manifests() {
     )
     .await;
     assert_eq!(all.len(), 20);
-    let keys: Vec<_> = all
-        .iter()
-        .map(|b| {
-            (
-                b.channel_name.clone(),
-                b.package_name.clone(),
-                b.csv_name.clone(),
-            )
-        })
-        .collect();
+    let keys: Vec<_> = all.iter().map(list_order_key).collect();
     let mut in_order = keys.clone();
     in_order.sort();
     assert_eq!(keys, in_order);

@@ -134,56 +134,33 @@ fn health_probe_reports_connection_failure() {
     assert_eq!(probe(&format!("127.0.0.1:{port}")).0, 2);
 }
 
-async fn reflection_services_v1(server: &Server) -> Vec<String> {
-    use tonic_reflection::pb::v1::ServerReflectionRequest;
-    use tonic_reflection::pb::v1::server_reflection_client::ServerReflectionClient;
-    use tonic_reflection::pb::v1::server_reflection_request::MessageRequest;
-    use tonic_reflection::pb::v1::server_reflection_response::MessageResponse;
-    let mut client = ServerReflectionClient::new(server.channel().await);
-    let req = ServerReflectionRequest {
-        host: String::new(),
-        message_request: Some(MessageRequest::ListServices(String::new())),
-    };
-    let mut responses = client
-        .server_reflection_info(tokio_stream::iter(vec![req]))
-        .await
-        .unwrap()
-        .into_inner();
-    let response = responses.message().await.unwrap().unwrap();
-    match response.message_response {
-        Some(MessageResponse::ListServicesResponse(list)) => {
-            let mut names: Vec<_> = list.service.into_iter().map(|s| s.name).collect();
-            names.sort();
-            names
+/// Lists the services through one version of the reflection API (the two versions have the
+/// same messages in different packages).
+macro_rules! reflection_services {
+    ($version:ident, $server:expr) => {{
+        use tonic_reflection::pb::$version::ServerReflectionRequest;
+        use tonic_reflection::pb::$version::server_reflection_client::ServerReflectionClient;
+        use tonic_reflection::pb::$version::server_reflection_request::MessageRequest;
+        use tonic_reflection::pb::$version::server_reflection_response::MessageResponse;
+        let mut client = ServerReflectionClient::new($server.channel().await);
+        let req = ServerReflectionRequest {
+            host: String::new(),
+            message_request: Some(MessageRequest::ListServices(String::new())),
+        };
+        let mut responses = client
+            .server_reflection_info(tokio_stream::iter(vec![req]))
+            .await
+            .unwrap()
+            .into_inner();
+        match responses.message().await.unwrap().unwrap().message_response {
+            Some(MessageResponse::ListServicesResponse(list)) => {
+                let mut names: Vec<_> = list.service.into_iter().map(|s| s.name).collect();
+                names.sort();
+                names
+            }
+            other => panic!("unexpected reflection answer {other:?}"),
         }
-        other => panic!("unexpected reflection answer {other:?}"),
-    }
-}
-
-async fn reflection_services_v1alpha(server: &Server) -> Vec<String> {
-    use tonic_reflection::pb::v1alpha::ServerReflectionRequest;
-    use tonic_reflection::pb::v1alpha::server_reflection_client::ServerReflectionClient;
-    use tonic_reflection::pb::v1alpha::server_reflection_request::MessageRequest;
-    use tonic_reflection::pb::v1alpha::server_reflection_response::MessageResponse;
-    let mut client = ServerReflectionClient::new(server.channel().await);
-    let req = ServerReflectionRequest {
-        host: String::new(),
-        message_request: Some(MessageRequest::ListServices(String::new())),
-    };
-    let mut responses = client
-        .server_reflection_info(tokio_stream::iter(vec![req]))
-        .await
-        .unwrap()
-        .into_inner();
-    let response = responses.message().await.unwrap().unwrap();
-    match response.message_response {
-        Some(MessageResponse::ListServicesResponse(list)) => {
-            let mut names: Vec<_> = list.service.into_iter().map(|s| s.name).collect();
-            names.sort();
-            names
-        }
-        other => panic!("unexpected reflection answer {other:?}"),
-    }
+    }};
 }
 
 /// The file that defines `api.Registry`, as reflection v1alpha describes it (what old grpcurl uses).
@@ -225,8 +202,8 @@ async fn reflection_lists_every_service_on_v1_and_v1alpha() {
         "grpc.reflection.v1.ServerReflection",
         "grpc.reflection.v1alpha.ServerReflection",
     ];
-    assert_eq!(reflection_services_v1(&server).await, want);
-    assert_eq!(reflection_services_v1alpha(&server).await, want);
+    assert_eq!(reflection_services!(v1, server), want);
+    assert_eq!(reflection_services!(v1alpha, server), want);
     let file = describe_registry_v1alpha(&server).await;
     let registry = file
         .service

@@ -1,7 +1,7 @@
 //! The real community catalogs in ../shared/testdata/real load, validate and serve.
 mod common;
 
-use common::{Server, run, shared_testdata};
+use common::{Server, collect, list_order_key, run, shared_testdata};
 use olm_registry::api::{
     GetBundleRequest, GetPackageRequest, ListBundlesRequest, ListPackageRequest,
 };
@@ -56,15 +56,16 @@ async fn check(rel: &str) {
     let server = Server::serving(&root, &[]).await;
     let mut c = server.client().await;
 
-    let mut listed = Vec::new();
-    let mut stream = c
-        .list_packages(ListPackageRequest {})
-        .await
-        .unwrap()
-        .into_inner();
-    while let Some(p) = stream.message().await.unwrap() {
-        listed.push(p.name);
-    }
+    let listed: Vec<_> = collect(
+        c.list_packages(ListPackageRequest {})
+            .await
+            .unwrap()
+            .into_inner(),
+    )
+    .await
+    .into_iter()
+    .map(|p| p.name)
+    .collect();
     assert_eq!(listed, packages.keys().cloned().collect::<Vec<_>>());
     for (name, default) in &packages {
         let p = c
@@ -75,25 +76,14 @@ async fn check(rel: &str) {
         assert_eq!(&p.default_channel_name, default);
     }
 
-    let mut bundles = Vec::new();
-    let mut stream = c
-        .list_bundles(ListBundlesRequest {})
-        .await
-        .unwrap()
-        .into_inner();
-    while let Some(b) = stream.message().await.unwrap() {
-        bundles.push(b);
-    }
-    let keys: Vec<_> = bundles
-        .iter()
-        .map(|b| {
-            (
-                b.channel_name.clone(),
-                b.package_name.clone(),
-                b.csv_name.clone(),
-            )
-        })
-        .collect();
+    let bundles = collect(
+        c.list_bundles(ListBundlesRequest {})
+            .await
+            .unwrap()
+            .into_inner(),
+    )
+    .await;
+    let keys: Vec<_> = bundles.iter().map(list_order_key).collect();
     assert_eq!(keys, entries);
 
     // Every listed bundle is also served by a point lookup, with its manifests and a CSV.

@@ -192,3 +192,21 @@ pub fn run(args: &[&str]) -> (i32, String, String) {
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
 }
+
+/// Every message of a server stream.
+pub async fn collect<T>(mut s: tonic::Streaming<T>) -> Vec<T> {
+    let mut out = Vec::new();
+    while let Some(item) = s.message().await.expect("stream item") {
+        out.push(item);
+    }
+    out
+}
+
+/// (channel, package, name): the order ListBundles promises.
+pub fn list_order_key(b: &olm_registry::api::Bundle) -> (String, String, String) {
+    (
+        b.channel_name.clone(),
+        b.package_name.clone(),
+        b.csv_name.clone(),
+    )
+}
