@@ -108,13 +108,12 @@ impl At<'_> {
     /// A Go `map[string]string` field, kept as a JSON object.
     pub fn string_map(&self, v: Value) -> Result<Option<Map<String, Value>>, String> {
         let map = self.object(v, "map[string]string")?;
-        if let Some(map) = &map {
-            if let Some(bad) = map
+        if let Some(map) = &map
+            && let Some(bad) = map
                 .values()
                 .find(|item| !matches!(item, Value::String(_) | Value::Null))
-            {
-                return Err(self.error(bad, "string"));
-            }
+        {
+            return Err(self.error(bad, "string"));
         }
         Ok(map)
     }
@@ -147,7 +146,7 @@ pub(crate) fn check_std_base64(s: &str) -> Result<(), String> {
         .strip_suffix("==")
         .or_else(|| s.strip_suffix('='))
         .unwrap_or(s);
-    if s.len() % 4 == 0 && all_in_alphabet(body.as_bytes()) {
+    if s.len().is_multiple_of(4) && all_in_alphabet(body.as_bytes()) {
         return Ok(());
     }
     // Line breaks, or an error to locate.

@@ -58,11 +58,11 @@ fn write_number(n: &Number, out: &mut String) {
             let _ = write!(out, "{u}");
             return;
         }
-    } else if let Some(i) = n.as_i64() {
-        if i.unsigned_abs() <= EXACT_INT {
-            let _ = write!(out, "{i}");
-            return;
-        }
+    } else if let Some(i) = n.as_i64()
+        && i.unsigned_abs() <= EXACT_INT
+    {
+        let _ = write!(out, "{i}");
+        return;
     }
     // Larger integers go through float64 like Go's `any` decoding does, losing precision.
     write_float(n.as_f64().unwrap_or(0.0), out);

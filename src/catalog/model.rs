@@ -244,16 +244,16 @@ fn add_bundles(
                 .or_default()
                 .insert(b.name.clone(), vr);
         }
-        if !b.image.is_empty() {
-            if let Err(e) = validate_pull_spec(&b.image) {
-                top(
-                    problems,
-                    format!(
-                        "package {:?} bundle {:?} image: invalid image pull spec {:?}: {e}",
-                        b.package, b.name, b.image
-                    ),
-                );
-            }
+        if !b.image.is_empty()
+            && let Err(e) = validate_pull_spec(&b.image)
+        {
+            top(
+                problems,
+                format!(
+                    "package {:?} bundle {:?} image: invalid image pull spec {:?}: {e}",
+                    b.package, b.name, b.image
+                ),
+            );
         }
         for (i, r) in b.related_images.iter().enumerate() {
             if r.image.is_empty() {
@@ -585,14 +585,14 @@ fn validate_package(pkg: &mut ModelPackage, versions: &Versions, problems: &mut 
                     problems.add(&path, Some(&ch.origin), format!("skip[{i}] is empty"));
                 }
             }
-            if !e.skip_range.is_empty() {
-                if let Err(err) = super::semver::validate_range(&e.skip_range) {
-                    problems.add(
-                        &path,
-                        Some(&ch.origin),
-                        format!("invalid skipRange {:?}: {err}", e.skip_range),
-                    );
-                }
+            if !e.skip_range.is_empty()
+                && let Err(err) = super::semver::validate_range(&e.skip_range)
+            {
+                problems.add(
+                    &path,
+                    Some(&ch.origin),
+                    format!("invalid skipRange {:?}: {err}", e.skip_range),
+                );
             }
         }
     }

@@ -130,12 +130,12 @@ pub fn parse(p: &Property) -> Result<Typed, String> {
                 .value
                 .strip_prefix(r#"{"data":""#)
                 .and_then(|v| v.strip_suffix(r#""}"#));
-            if let Some(data) = fast {
-                if check_std_base64(data).is_ok() {
-                    return Ok(Typed::BundleObject {
-                        data: data.to_owned(),
-                    });
-                }
+            if let Some(data) = fast
+                && check_std_base64(data).is_ok()
+            {
+                return Ok(Typed::BundleObject {
+                    data: data.to_owned(),
+                });
             }
             let [data] = strings(decode("property.BundleObject")?, "BundleObject", ["data"])?;
             // Go decodes `data` into bytes, so it has to be valid base64 already here.
