@@ -1,8 +1,22 @@
 #!/usr/bin/env bash
-# Runs the whole test suite: builds once and runs every test in parallel with cargo-nextest
-# (plain `cargo test` where nextest is absent). Extra arguments go to the test runner.
+# Runs the whole test suite: installs what the tests need when it is missing (a real OCI
+# registry, htpasswd and openssl for the image tests), builds once, and runs every test in
+# parallel with cargo-nextest (plain `cargo test` where nextest is absent). Extra arguments
+# go to the test runner.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+missing=()
+command -v docker-registry >/dev/null || missing+=(docker-registry)
+command -v htpasswd >/dev/null || missing+=(apache2-utils)
+command -v openssl >/dev/null || missing+=(openssl)
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "installing test dependencies: ${missing[*]}"
+  sudo=""
+  [ "$(id -u)" = 0 ] || sudo=sudo
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
 
 if cargo nextest --version >/dev/null 2>&1; then
   cargo nextest run --no-fail-fast "$@"

@@ -83,6 +83,39 @@ impl Version {
     }
 }
 
+impl Version {
+    /// Parses as blang's `ParseTolerant` (classic bundle versions, CEL `semver_compare`,
+    /// maxOpenShiftVersion): surrounding whitespace and one leading `v` are dropped, leading
+    /// zeros are stripped from each of the first three dot parts, and missing minor/patch
+    /// parts become `0`. A part that is left empty or does not start with a digit gets a
+    /// `0` prefix, which is why `bad_version` reports `"0bad_version"` (upstream quirk).
+    pub fn parse_tolerant(s: &str) -> Result<Version, String> {
+        let s = s.trim();
+        let s = s.strip_prefix('v').unwrap_or(s);
+        let mut parts: Vec<String> = s
+            .splitn(3, '.')
+            .map(|part| {
+                if part.len() <= 1 {
+                    return part.to_owned();
+                }
+                let trimmed = part.trim_start_matches('0');
+                if trimmed.starts_with(|c: char| c.is_ascii_digit()) {
+                    trimmed.to_owned()
+                } else {
+                    format!("0{trimmed}")
+                }
+            })
+            .collect();
+        if parts.len() < 3 {
+            if parts.last().is_some_and(|p| p.contains(['-', '+'])) {
+                return Err("Short version cannot contain PreRelease/Build meta data".to_owned());
+            }
+            parts.resize(3, "0".to_owned());
+        }
+        Version::parse(&parts.join("."))
+    }
+}
+
 impl Prerelease {
     /// Parses one pre-release identifier (also the grammar of each part of a bundle
     /// `release`).
@@ -193,22 +226,79 @@ pub fn compare_prerelease(a: &[Prerelease], b: &[Prerelease]) -> Ordering {
     a.len().cmp(&b.len())
 }
 
-/// Checks `s` as blang's `ParseRange` does: comparisons (`=`, `==`, `!=`, `!`, `>`, `>=`,
-/// `<`, `<=`, or none for equality) against strict versions, joined by spaces (AND) and `||`
-/// (OR), with `x` wildcards (`1.x`, `>=1.2.x`) expanded first. A space right after an
-/// operator is allowed (`< 0.6.0`); tokens of a single character are dropped, as upstream's
-/// tokenizer does.
+/// Checks `s` as blang's `ParseRange` does; see [`Range::parse`].
 pub fn validate_range(s: &str) -> Result<(), String> {
-    let parts = split_and_trim(s);
-    let or_parts = split_or(&parts)?;
-    for and_parts in expand_wildcards(or_parts)? {
-        for part in and_parts {
-            let (op, version) = split_comparator(&part)?;
-            check_comparison(op, version)
-                .map_err(|e| format!("Could not parse Range {part:?}: {e}"))?;
+    Range::parse(s).map(|_| ())
+}
+
+/// A blang v4 range: an OR of AND-groups of comparisons. Used for `olm.skipRange` and
+/// package requirements, where upstream evaluates it with blang (not Masterminds).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Range {
+    groups: Vec<Vec<Comparison>>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Comparison {
+    op: Comparator,
+    version: Version,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Comparator {
+    Eq,
+    Ne,
+    Gt,
+    Ge,
+    Lt,
+    Le,
+}
+
+impl Range {
+    /// Parses `s` with blang's `ParseRange` grammar: comparisons (`=`, `==`, `!=`, `!`,
+    /// `>`, `>=`, `<`, `<=`, or none for equality) against strict versions, joined by spaces
+    /// (AND) and `||` (OR), with `x` wildcards (`1.x`, `>=1.2.x`) expanded first. A space
+    /// right after an operator is allowed (`< 0.6.0`); tokens of a single character are
+    /// dropped, as upstream's tokenizer does.
+    pub fn parse(s: &str) -> Result<Range, String> {
+        let parts = split_and_trim(s);
+        let or_parts = split_or(&parts)?;
+        let mut groups = Vec::new();
+        for and_parts in expand_wildcards(or_parts)? {
+            let mut group = Vec::with_capacity(and_parts.len());
+            for part in and_parts {
+                let (op, version) = split_comparator(&part)?;
+                group.push(
+                    parse_comparison(op, version)
+                        .map_err(|e| format!("Could not parse Range {part:?}: {e}"))?,
+                );
+            }
+            groups.push(group);
+        }
+        Ok(Range { groups })
+    }
+
+    /// Whether `v` is in the range, by full precedence (build metadata ignored). Unlike
+    /// Masterminds, blang does not hide pre-releases: `<1.0.0` contains `1.0.0-alpha`.
+    pub fn contains(&self, v: &Version) -> bool {
+        self.groups
+            .iter()
+            .any(|group| group.iter().all(|c| c.matches(v)))
+    }
+}
+
+impl Comparison {
+    fn matches(&self, v: &Version) -> bool {
+        let order = v.cmp(&self.version);
+        match self.op {
+            Comparator::Eq => order == Ordering::Equal,
+            Comparator::Ne => order != Ordering::Equal,
+            Comparator::Gt => order == Ordering::Greater,
+            Comparator::Ge => order != Ordering::Less,
+            Comparator::Lt => order == Ordering::Less,
+            Comparator::Le => order != Ordering::Greater,
         }
     }
-    Ok(())
 }
 
 fn split_and_trim(s: &str) -> Vec<String> {
@@ -355,19 +445,24 @@ fn split_comparator(s: &str) -> Result<(&str, &str), String> {
     }
 }
 
-fn check_comparison(op: &str, version: &str) -> Result<(), String> {
-    if !matches!(op, "" | "=" | "==" | "!" | "!=" | ">" | ">=" | "<" | "<=") {
-        return Err(format!(
-            "Could not parse comparator {op:?} in {:?}",
-            format!("{op}{version}")
-        ));
-    }
-    Version::parse(version).map(|_| ()).map_err(|e| {
-        format!(
-            "Could not parse version {version:?} in {:?}: {e}",
-            format!("{op}{version}")
-        )
-    })
+fn parse_comparison(op_text: &str, version: &str) -> Result<Comparison, String> {
+    let token = format!("{op_text}{version}");
+    let op = match op_text {
+        "" | "=" | "==" => Comparator::Eq,
+        "!" | "!=" => Comparator::Ne,
+        ">" => Comparator::Gt,
+        ">=" => Comparator::Ge,
+        "<" => Comparator::Lt,
+        "<=" => Comparator::Le,
+        _ => {
+            return Err(format!(
+                "Could not parse comparator {op_text:?} in {token:?}"
+            ));
+        }
+    };
+    let version = Version::parse(version)
+        .map_err(|e| format!("Could not parse version {version:?} in {token:?}: {e}"))?;
+    Ok(Comparison { op, version })
 }
 
 #[cfg(test)]
@@ -471,6 +566,109 @@ mod tests {
         let a = Version::parse("1.0.0+a").expect("valid");
         let b = Version::parse("1.0.0+b").expect("valid");
         assert_eq!(a.cmp(&b), Ordering::Equal);
+    }
+
+    #[test]
+    fn tolerant_parse_matches_blang() {
+        let ok = |s: &str| Version::parse_tolerant(s).expect(s).to_string();
+        assert_eq!(ok("v1.2"), "1.2.0");
+        assert_eq!(ok("1"), "1.0.0");
+        assert_eq!(ok("01.02.03"), "1.2.3");
+        assert_eq!(ok(" 1.2.3 "), "1.2.3");
+        assert_eq!(ok("4.8.0+b"), "4.8.0+b");
+        assert_eq!(ok("1.00"), "1.0.0");
+        let err = |s: &str| Version::parse_tolerant(s).expect_err(s);
+        assert_eq!(
+            err("1.2-rc"),
+            "Short version cannot contain PreRelease/Build meta data"
+        );
+        assert_eq!(
+            err("1.2.3.4"),
+            r#"Invalid character(s) found in patch number "3.4""#
+        );
+        assert_eq!(
+            err("1.0.0-01"),
+            r#"Numeric PreRelease version must not contain leading zeroes "01""#
+        );
+        assert_eq!(
+            err("bad_version"),
+            r#"Invalid character(s) found in major number "0bad_version""#
+        );
+    }
+
+    /// The §5.2.2 and §5.2.3 tables of the resolution spec.
+    #[test]
+    fn ranges_evaluate_as_blang() {
+        let table: &[(&str, &[&str], &[&str])] = &[
+            (
+                "<1.0.0",
+                &["0.9.9", "1.0.0-alpha", "0.5.0-beta"],
+                &["1.0.0"],
+            ),
+            ("< 1.0.0", &["0.9.9", "1.0.0-alpha"], &["1.0.0"]),
+            (
+                ">=4.1.0 <4.1.2",
+                &["4.1.0", "4.1.1", "4.1.1-rc.1", "4.1.2-rc.1"],
+                &["4.1.2"],
+            ),
+            (">=1.0.0 <2.0.0", &["1.5.0", "2.0.0-rc.1"], &["2.0.0"]),
+            ("< 1.0.0 !0.0.0", &["0.5.0"], &["0.0.0"]),
+            ("<  1.0.0  !0.0.0", &["0.5.0"], &["0.0.0"]),
+            (
+                ">1.2.2 <1.2.5 !=1.2.4",
+                &["1.2.3"],
+                &["1.2.2", "1.2.4", "1.2.5"],
+            ),
+            (
+                ">1.2.2 <1.2.4 || >=2.0.0",
+                &["1.2.3", "2.0.0", "2.0.1"],
+                &["1.2.4"],
+            ),
+            (
+                ">=1.2.3 <2.0.0 || >=3.0.0",
+                &["1.2.3", "1.9.9", "2.0.0-rc.1", "3.0.0"],
+                &["2.0.0", "2.5.0", "3.0.0-rc.1"],
+            ),
+            (
+                "1.x || >=2.0.x <2.2.x",
+                &["1.2.2", "2.0.0", "2.1.8"],
+                &["0.9.2", "2.2.0"],
+            ),
+            ("1.11.x", &["1.11.0", "1.11.9"], &["1.12.0"]),
+            ("==1.0.0", &["1.0.0", "1.0.0+5"], &["1.0.1"]),
+            ("=1.0.0", &["1.0.0", "1.0.0+5"], &["1.0.1"]),
+            ("1.0.0", &["1.0.0", "1.0.0+5"], &["1.0.1"]),
+            ("!1.0.0", &["1.0.1"], &["1.0.0"]),
+            ("!=1.0.0", &["1.0.1"], &["1.0.0"]),
+            ("! 1.0.0", &["1.0.0"], &["1.0.1"]),
+            ("1.0.0 - 2.0.0", &[], &["1.0.0", "2.0.0"]),
+            ("=1.0.0 =1.0.1", &[], &["1.0.0", "1.0.1"]),
+            (">=1.0.0 <2.0.0 ||   >=3.0.0", &["3.0.0"], &[]),
+            ("1.2.x", &["1.2.0", "1.2.9"], &["1.3.0"]),
+            ("1.x", &["1.0.0", "1.9.0"], &["2.0.0"]),
+            ("1.x.x", &["1.0.0"], &["1.1.0"]),
+            (">=1.2.x", &["1.2.0"], &["1.1.9"]),
+            (">=1.x", &["1.0.0"], &["0.9.9"]),
+            (">1.2.x", &["1.3.0"], &["1.2.9"]),
+            (">1.x", &["2.0.0"], &["1.9.9"]),
+            ("<1.2.x", &["1.1.9"], &["1.2.0"]),
+            ("<1.x", &["0.9.9"], &["1.0.0"]),
+            ("<=1.2.x", &["1.2.9"], &["1.3.0"]),
+            ("<=1.x", &["1.9.9"], &["2.0.0"]),
+            ("<=2.x", &["2.9.9"], &["3.0.0"]),
+            ("!=1.2.x", &[], &["1.1.0", "1.2.0", "1.3.0"]),
+            ("!=1.x", &[], &["0.9.0", "1.0.0", "2.0.0"]),
+            (">=1.0.0-xyz", &["1.0.0-xyz", "1.0.0"], &["1.0.0-abc"]),
+        ];
+        for (range, yes, no) in table {
+            let r = Range::parse(range).expect(range);
+            for v in *yes {
+                assert!(r.contains(&Version::parse(v).expect(v)), "{range} ∋ {v}");
+            }
+            for v in *no {
+                assert!(!r.contains(&Version::parse(v).expect(v)), "{range} ∌ {v}");
+            }
+        }
     }
 
     #[test]

@@ -1,5 +1,7 @@
 //! The command line. Each command is a thin call into the modules that do the work; where
 //! opm has the same command, its flags and defaults are accepted (opm-cli.md).
+mod build;
+mod images;
 mod probe;
 mod render;
 mod serve;
@@ -36,6 +38,7 @@ enum Command {
     Serve(serve::ServeArgs),
     Validate(validate::ValidateArgs),
     Render(render::RenderArgs),
+    Build(build::BuildArgs),
     /// Check a server's health like grpc_health_probe (also runs when invoked as `grpc_health_probe`).
     HealthProbe {
         /// grpc_health_probe flags, e.g. -addr=:50051 -service=Registry -connect-timeout=1s -rpc-timeout=1s.
@@ -68,7 +71,8 @@ pub fn main() -> i32 {
         return 1;
     }
     match cli.command {
-        Command::Serve(args) => serve::run(args),
+        Command::Serve(args) => serve::run(args, cli.use_http, cli.skip_tls_verify),
+        Command::Build(args) => build::run(args, cli.use_http, cli.skip_tls_verify),
         Command::Validate(args) => validate::run(args),
         Command::Render(args) => render::run(args),
         Command::HealthProbe { args } => probe::run(&args),
@@ -82,7 +86,13 @@ pub fn main() -> i32 {
 fn init_logging(debug: bool) {
     let default = if debug { "debug" } else { "info" };
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default))
+        // The TLS verifier logs certificate failures itself; our error already says it, once.
+        .add_directive(
+            "rustls_platform_verifier=off"
+                .parse()
+                .expect("a valid directive"),
+        );
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)

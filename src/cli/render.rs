@@ -1,28 +1,34 @@
 use super::Format;
+use crate::bundle::dir::{BundleDir, is_bundle_dir};
+use crate::bundle::migrate::{MigrationLevel, migrate};
+use crate::bundle::template::ImageTemplate;
+use crate::bundle::{csv, render as bundle_render};
 use crate::catalog::decode::describe_load_errors;
 use crate::catalog::{self, DeclarativeConfig};
 use clap::Args;
 use std::io::Write;
 use std::path::Path;
 
-/// Render catalogs as one file-based catalog on stdout.
+/// Render catalogs and bundles as one file-based catalog on stdout.
 ///
-/// Each reference is an FBC directory; its documents are parsed (not validated) and written
-/// out normalised: sorted per package, canonical JSON.
+/// Each reference is an FBC directory (its documents are parsed, not validated) or a
+/// registry+v1 bundle directory (one with manifests/ and metadata/, rendered to an
+/// olm.bundle). The result is written normalised: sorted per package, canonical JSON.
 #[derive(Args)]
 pub struct RenderArgs {
-    /// FBC directories to render (bundle directories and images: not supported yet).
+    /// FBC or bundle directories to render (images: not supported yet).
     #[arg(required = true)]
     refs: Vec<String>,
     #[arg(short, long, value_enum, default_value = "json")]
     output: Format,
-    /// Run migrations up to and including this one: `none` (bundle-object-to-csv-metadata is not supported yet).
+    /// Run migrations up to and including this one: `none`, `bundle-object-to-csv-metadata`.
     #[arg(long, conflicts_with = "migrate")]
     migrate_level: Option<String>,
     /// Run all migrations.
     #[arg(long)]
     migrate: bool,
-    /// Template for the image of bundles rendered from directories (accepted for opm compatibility).
+    /// Image of bundles rendered from directories, as a template over {{.Package}}, {{.Name}}
+    /// and {{.Version}}.
     #[arg(long, hide = true)]
     alpha_image_ref_template: Option<String>,
 }
@@ -38,15 +44,16 @@ pub fn run(args: RenderArgs) -> i32 {
 }
 
 fn render(args: &RenderArgs) -> Result<(), String> {
-    match args.migrate_level.as_deref() {
-        None | Some("none") => {}
-        Some("bundle-object-to-csv-metadata") => {
-            return Err(
-                "migration level \"bundle-object-to-csv-metadata\" is not supported yet".into(),
-            );
-        }
-        Some(other) => return Err(format!("unknown migration level {other:?}")),
-    }
+    let level = match (&args.migrate_level, args.migrate) {
+        (Some(level), _) => level.parse()?,
+        (None, true) => MigrationLevel::LATEST,
+        (None, false) => MigrationLevel::None,
+    };
+    let template: Option<ImageTemplate> = args
+        .alpha_image_ref_template
+        .as_deref()
+        .map(str::parse)
+        .transpose()?;
     let mut dc = DeclarativeConfig::default();
     for r in &args.refs {
         let path = Path::new(r);
@@ -58,10 +65,13 @@ fn render(args: &RenderArgs) -> Result<(), String> {
         if !path.is_dir() {
             return Err(format!("ref {r:?} is not a directory: not allowed"));
         }
-        if path.join("manifests").is_dir() && path.join("metadata").is_dir() {
-            return Err(format!(
-                "ref {r:?}: rendering bundle directories is not supported yet"
-            ));
+        if is_bundle_dir(path) {
+            let b = BundleDir::read(path).map_err(|e| e.to_string())?;
+            let image = template.as_ref().map_or_else(String::new, |t| {
+                t.expand(b.package(), b.name(), &csv::version(b.csv()))
+            });
+            dc.bundles.push(bundle_render::render(&b, &image));
+            continue;
         }
         let loaded =
             catalog::walk::load_dir(path).map_err(|errors| describe_load_errors(&errors))?;
@@ -71,6 +81,7 @@ fn render(args: &RenderArgs) -> Result<(), String> {
         dc.deprecations.extend(loaded.deprecations);
         dc.others.extend(loaded.others);
     }
+    migrate(&mut dc, level)?;
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
     let written = match args.output {

@@ -1,3 +1,4 @@
+use super::images::{ImageArgs, fetch_catalog};
 use crate::server;
 use crate::store::cache::{self, CacheOptions, Outcome};
 use clap::Args;
@@ -8,12 +9,15 @@ use tracing::{error, info, warn};
 
 /// Serve a file-based catalog over the Operator Registry gRPC API (drop-in for `opm serve`).
 ///
+/// SOURCE is an FBC directory, or a catalog image (registry reference or oci:DIR[:TAG]),
+/// which is pulled and unpacked first.
+///
 /// The port is bound at once; health reports NOT_SERVING until the catalog is loaded, then
 /// SERVING. SIGTERM/SIGINT stop gracefully. The catalog is indexed into SQLite; with
 /// --cache-dir the index is kept and reused while the catalog is unchanged.
 #[derive(Args)]
 pub struct ServeArgs {
-    /// The FBC root directory (e.g. /configs).
+    /// The FBC root directory (e.g. /configs), or a catalog image reference.
     source_path: PathBuf,
     /// Port to listen on (all interfaces), or HOST:PORT to listen on one address; port 0 picks a free one.
     #[arg(short, long, default_value = "50051")]
@@ -43,6 +47,8 @@ pub struct ServeArgs {
     /// How long in-flight calls may run after SIGTERM before they are cut.
     #[arg(long, default_value = "10s", value_parser = parse_duration)]
     shutdown_grace: Duration,
+    #[command(flatten)]
+    image: ImageArgs,
 }
 
 fn parse_duration(s: &str) -> Result<Duration, String> {
@@ -58,8 +64,8 @@ fn parse_duration(s: &str) -> Result<Duration, String> {
     }
 }
 
-pub fn run(args: ServeArgs) -> i32 {
-    match serve(&args) {
+pub fn run(args: ServeArgs, use_http: bool, skip_tls_verify: bool) -> i32 {
+    match serve(&args, use_http, skip_tls_verify) {
         Ok(()) => 0,
         Err(message) => {
             error!("{message}");
@@ -78,7 +84,7 @@ fn write_termination_log(path: &Path, message: &str) {
     }
 }
 
-fn serve(args: &ServeArgs) -> Result<(), String> {
+fn serve(args: &ServeArgs, use_http: bool, skip_tls_verify: bool) -> Result<(), String> {
     if args.cache_enforce_integrity.is_some() && args.cache_dir.is_none() {
         return Err("--cache-dir must be specified with --cache-enforce-integrity".into());
     }
@@ -89,14 +95,25 @@ fn serve(args: &ServeArgs) -> Result<(), String> {
             "pprof is not available in olm-registry; --pprof-addr and --pprof-capture-profiles are ignored"
         );
     }
-    if !args.source_path.is_dir() {
-        return Err(format!(
-            "{:?} is not a directory",
-            args.source_path.display().to_string()
-        ));
-    }
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("starting the runtime: {e}"))?;
+    let source = args.source_path.display().to_string();
+    let image = if args.source_path.is_dir() {
+        None
+    } else if args.source_path.exists() {
+        return Err(format!("{source:?} is not a directory"));
+    } else {
+        let registry = args.image.registry(use_http, skip_tls_verify)?;
+        info!(image = %source, "pulling catalog image");
+        Some(runtime.block_on(fetch_catalog(&registry, &source))?)
+    };
+    let catalog_dir = image
+        .as_ref()
+        .map_or(args.source_path.clone(), |i| i.root.clone());
     let options = CacheOptions {
-        catalog: &args.source_path,
+        catalog: &catalog_dir,
         cache_dir: args.cache_dir.as_deref(),
         enforce_integrity: args.cache_enforce_integrity.unwrap_or(false),
     };
@@ -109,15 +126,11 @@ fn serve(args: &ServeArgs) -> Result<(), String> {
         return Ok(());
     }
 
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| format!("starting the runtime: {e}"))?;
     runtime.block_on(async {
         let listener = bind(&args.port).await?;
         let addr = listener.local_addr().map_err(|e| e.to_string())?;
         info!("listening on {addr}");
-        let catalog = args.source_path.clone();
+        let catalog = catalog_dir.clone();
         let cache_dir = args.cache_dir.clone();
         let enforce_integrity = options.enforce_integrity;
         let load = move || {

@@ -1,0 +1,214 @@
+//! Reading the fields of a ClusterServiceVersion that rendering needs. A CSV is kept as the
+//! JSON value it was decoded to: only a handful of fields matter, and the object itself is
+//! emitted as an `olm.bundle.object` byte-for-byte as decoded.
+use crate::catalog::json::canonical;
+use crate::catalog::{Property, RelatedImage};
+use serde_json::Value;
+
+pub const KIND: &str = "ClusterServiceVersion";
+
+/// Annotation carrying extra bundle properties as a JSON array text.
+const PROPERTIES_ANNOTATION: &str = "olm.properties";
+const SKIP_RANGE_ANNOTATION: &str = "olm.skipRange";
+
+/// A group/version/kind as the `olm.gvk` and `olm.gvk.required` properties hold it.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Gvk {
+    pub group: String,
+    pub version: String,
+    pub kind: String,
+}
+
+impl Gvk {
+    /// The property value text (keys already in byte order, as canonical JSON wants).
+    pub fn value_text(&self) -> String {
+        canonical(&serde_json::json!({
+            "group": self.group, "kind": self.kind, "version": self.version
+        }))
+    }
+}
+
+/// A string field, or `""` when it is absent or not a string.
+pub fn str_at<'a>(v: &'a Value, pointer: &str) -> &'a str {
+    v.pointer(pointer).and_then(Value::as_str).unwrap_or("")
+}
+
+fn items<'a>(v: &'a Value, pointer: &str) -> &'a [Value] {
+    v.pointer(pointer)
+        .and_then(Value::as_array)
+        .map_or(&[], Vec::as_slice)
+}
+
+pub fn name(csv: &Value) -> &str {
+    str_at(csv, "/metadata/name")
+}
+
+/// `spec.version`: a string, though a YAML author may have written a bare number.
+pub fn version(csv: &Value) -> String {
+    scalar_text(csv.pointer("/spec/version"))
+}
+
+/// `spec.release` (HEAD): a string, or a number printed as Go prints it.
+pub fn release(csv: &Value) -> String {
+    scalar_text(csv.pointer("/spec/release"))
+}
+
+fn scalar_text(v: Option<&Value>) -> String {
+    match v {
+        Some(Value::String(s)) => s.clone(),
+        Some(n @ Value::Number(_)) => canonical(n),
+        _ => String::new(),
+    }
+}
+
+pub fn replaces(csv: &Value) -> &str {
+    str_at(csv, "/spec/replaces")
+}
+
+pub fn skips(csv: &Value) -> Vec<String> {
+    items(csv, "/spec/skips")
+        .iter()
+        .filter_map(|s| s.as_str().map(str::to_owned))
+        .collect()
+}
+
+pub fn annotation<'a>(csv: &'a Value, key: &str) -> &'a str {
+    csv.pointer("/metadata/annotations")
+        .and_then(|a| a.get(key))
+        .and_then(Value::as_str)
+        .unwrap_or("")
+}
+
+pub fn skip_range(csv: &Value) -> &str {
+    annotation(csv, SKIP_RANGE_ANNOTATION)
+}
+
+/// The owned CRDs as `{name, version, kind}`; the group is what follows the plural in `name`.
+pub fn owned_crds(csv: &Value) -> Vec<CrdDescription> {
+    crd_descriptions(csv, "/spec/customresourcedefinitions/owned")
+}
+
+pub fn required_crds(csv: &Value) -> Vec<CrdDescription> {
+    crd_descriptions(csv, "/spec/customresourcedefinitions/required")
+}
+
+/// A CSV's description of a CRD it owns or requires.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CrdDescription {
+    /// `<plural>.<group>`
+    pub name: String,
+    pub version: String,
+    pub kind: String,
+}
+
+impl CrdDescription {
+    pub fn gvk(&self) -> Gvk {
+        let group = self.name.split_once('.').map_or("", |(_, g)| g);
+        Gvk {
+            group: group.to_owned(),
+            version: self.version.clone(),
+            kind: self.kind.clone(),
+        }
+    }
+}
+
+fn crd_descriptions(csv: &Value, pointer: &str) -> Vec<CrdDescription> {
+    items(csv, pointer)
+        .iter()
+        .map(|d| CrdDescription {
+            name: str_at(d, "/name").to_owned(),
+            version: str_at(d, "/version").to_owned(),
+            kind: str_at(d, "/kind").to_owned(),
+        })
+        .collect()
+}
+
+pub fn owned_api_services(csv: &Value) -> Vec<Gvk> {
+    api_services(csv, "/spec/apiservicedefinitions/owned")
+}
+
+pub fn required_api_services(csv: &Value) -> Vec<Gvk> {
+    api_services(csv, "/spec/apiservicedefinitions/required")
+}
+
+fn api_services(csv: &Value, pointer: &str) -> Vec<Gvk> {
+    items(csv, pointer)
+        .iter()
+        .map(|d| Gvk {
+            group: str_at(d, "/group").to_owned(),
+            version: str_at(d, "/version").to_owned(),
+            kind: str_at(d, "/kind").to_owned(),
+        })
+        .collect()
+}
+
+/// `spec.relatedImages` as written.
+pub fn related_images(csv: &Value) -> Vec<RelatedImage> {
+    items(csv, "/spec/relatedImages")
+        .iter()
+        .map(|r| RelatedImage {
+            name: str_at(r, "/name").to_owned(),
+            image: str_at(r, "/image").to_owned(),
+        })
+        .collect()
+}
+
+/// The images of every container and init container of the install strategy's deployments;
+/// only the `deployment` strategy has any.
+pub fn deployment_images(csv: &Value) -> Vec<String> {
+    if str_at(csv, "/spec/install/strategy") != "deployment" {
+        return Vec::new();
+    }
+    let mut images = Vec::new();
+    for deployment in items(csv, "/spec/install/spec/deployments") {
+        for list in ["initContainers", "containers"] {
+            let pointer = format!("/spec/template/spec/{list}");
+            for container in items(deployment, &pointer) {
+                let image = str_at(container, "/image");
+                if !image.is_empty() {
+                    images.push(image.to_owned());
+                }
+            }
+        }
+    }
+    images
+}
+
+/// The properties listed in the `olm.properties` annotation. Upstream only warns about a
+/// value that is not a JSON array of properties, so this does too.
+pub fn annotation_properties(csv: &Value) -> Vec<Property> {
+    let text = annotation(csv, PROPERTIES_ANNOTATION);
+    if text.is_empty() {
+        return Vec::new();
+    }
+    let parsed: Result<Vec<Value>, _> = serde_json::from_str(text);
+    let Ok(entries) = parsed else {
+        tracing::warn!(
+            csv = name(csv),
+            "ignoring annotation {PROPERTIES_ANNOTATION}: not a JSON array"
+        );
+        return Vec::new();
+    };
+    entries
+        .iter()
+        .filter_map(|e| match (e.get("type").and_then(Value::as_str), e.get("value")) {
+            (Some(kind), Some(value)) => Some(Property {
+                kind: kind.to_owned(),
+                value: canonical(value),
+            }),
+            _ => {
+                tracing::warn!(
+                    csv = name(csv),
+                    "ignoring an entry of annotation {PROPERTIES_ANNOTATION} without type and value"
+                );
+                None
+            }
+        })
+        .collect()
+}
+
+/// The first `spec.icon` entry as (base64 data, media type).
+pub fn icon(csv: &Value) -> Option<(&str, &str)> {
+    let first = items(csv, "/spec/icon").first()?;
+    Some((str_at(first, "/base64data"), str_at(first, "/mediatype")))
+}

@@ -1,0 +1,142 @@
+//! The Kubernetes objects of a bundle (catalog-formats.md §C.5): reading a directory of
+//! manifests, the APIs a CRD provides, and the `olm.bundle.object` encoding of an object.
+use super::csv::{self, Gvk};
+use crate::catalog::decode::yaml_to_json;
+use crate::catalog::json::canonical;
+use crate::catalog::{Property, property};
+use base64::Engine;
+use serde_json::Value;
+use std::path::Path;
+
+pub const CRD_KIND: &str = "CustomResourceDefinition";
+
+/// One object and the file (name within its directory) it was read from.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Manifest {
+    pub file: String,
+    pub object: Value,
+}
+
+impl Manifest {
+    pub fn kind(&self) -> &str {
+        csv::str_at(&self.object, "/kind")
+    }
+
+    pub fn name(&self) -> &str {
+        csv::str_at(&self.object, "/metadata/name")
+    }
+
+    pub fn is_csv(&self) -> bool {
+        self.kind() == csv::KIND
+    }
+
+    pub fn is_crd(&self) -> bool {
+        self.kind() == CRD_KIND
+    }
+}
+
+/// Reads the first document of every regular, non-hidden file directly in `dir`, in file
+/// name order, keeping the Kubernetes objects. Sub-directories and hidden files (whiteouts
+/// such as `.wh..wh..opq`) are not read; files that are not an object with a `kind` are
+/// skipped with a warning, as upstream does.
+pub fn read_objects(dir: &Path) -> Result<Vec<Manifest>, String> {
+    let mut objects = read_documents(dir)?;
+    objects.retain(|m| {
+        let keep = !m.kind().is_empty();
+        if !keep {
+            tracing::warn!(file = %dir.join(&m.file).display(), "skipping a file that is not a Kubernetes object (no kind)");
+        }
+        keep
+    });
+    Ok(objects)
+}
+
+/// The first document of every regular, non-hidden file directly in `dir` that decodes to a
+/// JSON object, in file name order; undecodable files are skipped with a warning.
+pub fn read_documents(dir: &Path) -> Result<Vec<Manifest>, String> {
+    let mut docs = Vec::new();
+    for file in regular_files(dir)? {
+        let path = dir.join(&file);
+        let data =
+            std::fs::read(&path).map_err(|e| format!("reading {}: {e}", path.display()))?;
+        match yaml_to_json(&data) {
+            Ok(object @ Value::Object(_)) => docs.push(Manifest { file, object }),
+            Ok(_) => tracing::warn!(file = %path.display(), "skipping a file that is not a YAML or JSON object"),
+            Err(e) => tracing::warn!(file = %path.display(), "skipping an undecodable file: {e}"),
+        }
+    }
+    Ok(docs)
+}
+
+/// Names of the regular files (symlinks followed) directly in `dir` that do not start with
+/// `.`, sorted byte-wise as Go's directory reading sorts them.
+pub(super) fn regular_files(dir: &Path) -> Result<Vec<String>, String> {
+    let entries =
+        std::fs::read_dir(dir).map_err(|e| format!("reading directory {}: {e}", dir.display()))?;
+    let mut names = Vec::new();
+    for entry in entries {
+        let entry = entry.map_err(|e| format!("reading directory {}: {e}", dir.display()))?;
+        let Ok(name) = entry.file_name().into_string() else {
+            tracing::warn!(dir = %dir.display(), "skipping a file whose name is not UTF-8");
+            continue;
+        };
+        if name.starts_with('.') || !entry.path().is_file() {
+            continue;
+        }
+        names.push(name);
+    }
+    names.sort();
+    Ok(names)
+}
+
+/// A CRD object's API versions: every `spec.versions[].name` plus the v1beta1 `spec.version`.
+pub fn crd_versions(crd: &Value) -> Vec<String> {
+    let mut versions: Vec<String> = crd
+        .pointer("/spec/versions")
+        .and_then(Value::as_array)
+        .map_or(&[][..], Vec::as_slice)
+        .iter()
+        .map(|v| csv::str_at(v, "/name").to_owned())
+        .collect();
+    let legacy = csv::str_at(crd, "/spec/version");
+    if !legacy.is_empty() && !versions.iter().any(|v| v == legacy) {
+        versions.push(legacy.to_owned());
+    }
+    versions
+}
+
+/// The group/version/kinds a CRD object serves.
+pub fn crd_gvks(crd: &Value) -> Vec<Gvk> {
+    let group = csv::str_at(crd, "/spec/group");
+    let kind = csv::str_at(crd, "/spec/names/kind");
+    crd_versions(crd)
+        .into_iter()
+        .map(|version| Gvk {
+            group: group.to_owned(),
+            version,
+            kind: kind.to_owned(),
+        })
+        .collect()
+}
+
+/// The JSON text opm stores for a manifest: Go's `json.Marshal` of the decoded object, i.e.
+/// canonical JSON with `<`, `>` and `&` escaped. Those characters can only occur inside
+/// strings of canonical JSON, so replacing them everywhere is exact.
+pub fn object_json(object: &Value) -> String {
+    let text = canonical(object);
+    if !text.contains(['<', '>', '&']) {
+        return text;
+    }
+    text.replace('<', "\\u003c")
+        .replace('>', "\\u003e")
+        .replace('&', "\\u0026")
+}
+
+/// The `olm.bundle.object` property of a manifest.
+pub fn object_property(object: &Value) -> Property {
+    let data = base64::engine::general_purpose::STANDARD.encode(object_json(object));
+    Property {
+        kind: property::BUNDLE_OBJECT.to_owned(),
+        value: format!("{{\"data\":\"{data}\"}}"),
+    }
+}

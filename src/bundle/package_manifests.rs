@@ -1,0 +1,370 @@
+//! Legacy package-manifest trees (catalog-formats.md §D) converted to FBC, with the rules of
+//! upstream's conversion (registry-api.md §10.1): each `*.package.yaml` names a package and
+//! its channel heads; every CSV below it is a bundle made of the CSV and the other objects of
+//! its directory; channels follow `spec.replaces` down from each head.
+use super::csv;
+use super::manifests::{Manifest, object_property, read_documents};
+use super::render::{
+    finish_properties, gvk_property, gvk_required_property, keep_last_package, package_property,
+    related_images, required_gvks,
+};
+use crate::catalog::{
+    Bundle, Channel, ChannelEntry, DeclarativeConfig, Icon, Origin, Package, Property,
+};
+use base64::Engine;
+use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+/// Property marking a bundle deprecated in the SQLite era; such bundles are not converted.
+const DEPRECATED: &str = "olm.deprecated";
+
+/// A `*.package.yaml`: the package, its channels and their heads.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PackageManifest {
+    pub package_name: String,
+    /// (channel name, current CSV), in file order.
+    pub channels: Vec<(String, String)>,
+    pub default_channel: String,
+}
+
+/// Reads a package manifest from a decoded document; `None` if it is not one (no
+/// `packageName`), an error if it is one but malformed.
+pub fn package_manifest(doc: &Value) -> Option<Result<PackageManifest, String>> {
+    let name = doc.get("packageName")?.as_str().filter(|n| !n.is_empty())?;
+    let mut channels = Vec::new();
+    let list = doc.get("channels").and_then(Value::as_array);
+    for (i, c) in list.map_or(&[][..], Vec::as_slice).iter().enumerate() {
+        let field = |k: &str| csv::str_at(c, &format!("/{k}")).to_owned();
+        let (channel, head) = (field("name"), field("currentCSV"));
+        if channel.is_empty() || head.is_empty() {
+            return Some(Err(format!(
+                "package {name:?}: channels[{i}] must set name and currentCSV"
+            )));
+        }
+        channels.push((channel, head));
+    }
+    if channels.is_empty() {
+        return Some(Err(format!("package {name:?} has no channels")));
+    }
+    Some(Ok(PackageManifest {
+        package_name: name.to_owned(),
+        channels,
+        default_channel: csv::str_at(doc, "/defaultChannel").to_owned(),
+    }))
+}
+
+/// Whether `root` looks like a package-manifest tree: a package manifest directly in it or
+/// in one of its sub-directories.
+pub fn is_package_manifest_tree(root: &Path) -> bool {
+    let mut dirs = vec![root.to_path_buf()];
+    if let Ok(entries) = std::fs::read_dir(root) {
+        dirs.extend(
+            entries
+                .flatten()
+                .map(|e| e.path())
+                .filter(|p| p.is_dir() && !is_hidden(p)),
+        );
+    }
+    dirs.iter().any(|d| {
+        read_documents(d).is_ok_and(|docs| {
+            docs.iter()
+                .any(|m| m.kind().is_empty() && package_manifest(&m.object).is_some())
+        })
+    })
+}
+
+fn is_hidden(p: &Path) -> bool {
+    p.file_name()
+        .and_then(|n| n.to_str())
+        .is_some_and(|n| n.starts_with('.'))
+}
+
+/// A CSV found in the tree with the objects of its directory.
+struct LegacyBundle {
+    /// The CSV's file, relative to the root.
+    file: String,
+    csv: Value,
+    objects: Vec<Value>,
+}
+
+/// What one directory holds.
+struct DirContents {
+    dir: PathBuf,
+    package: Option<(String, PackageManifest)>,
+    bundles: Vec<LegacyBundle>,
+}
+
+/// Converts the tree at `root`. `images` gives a pull spec to bundles (by CSV name) that
+/// have one; a tree on disk has none, so every other bundle's image is `""`.
+pub fn load(root: &Path, images: &BTreeMap<String, String>) -> Result<DeclarativeConfig, String> {
+    let mut dirs = Vec::new();
+    walk(root, root, &mut dirs)?;
+    // Each bundle belongs to the package manifest of its nearest enclosing directory.
+    let mut packages: Vec<(PathBuf, String, PackageManifest)> = dirs
+        .iter_mut()
+        .filter_map(|d| d.package.take().map(|(file, p)| (d.dir.clone(), file, p)))
+        .collect();
+    packages.sort_by(|a, b| b.0.components().count().cmp(&a.0.components().count()));
+    let mut by_package: Vec<BTreeMap<String, LegacyBundle>> =
+        packages.iter().map(|_| BTreeMap::new()).collect();
+    let mut problems = Vec::new();
+    for d in dirs {
+        let Some(owner) = packages.iter().position(|(p, _, _)| d.dir.starts_with(p)) else {
+            for b in d.bundles {
+                tracing::warn!(file = b.file, "skipping a CSV outside of any package");
+            }
+            continue;
+        };
+        for b in d.bundles {
+            let name = csv::name(&b.csv).to_owned();
+            if let Some(first) = by_package[owner].get(&name) {
+                problems.push(format!(
+                    "package {:?}: CSV {name:?} is defined twice, in {} and {}",
+                    packages[owner].2.package_name, first.file, b.file
+                ));
+            } else {
+                by_package[owner].insert(name, b);
+            }
+        }
+    }
+    let mut dc = DeclarativeConfig::default();
+    let mut names = BTreeSet::new();
+    for ((_, file, manifest), bundles) in packages.iter().zip(&by_package) {
+        if !names.insert(&manifest.package_name) {
+            problems.push(format!(
+                "package {:?} is defined twice (again in {file})",
+                manifest.package_name
+            ));
+            continue;
+        }
+        if let Err(e) = convert_package(file, manifest, bundles, images, &mut dc) {
+            problems.push(e);
+        }
+    }
+    if !problems.is_empty() {
+        return Err(format!(
+            "invalid package manifests in {}:\n  {}",
+            root.display(),
+            problems.join("\n  ")
+        ));
+    }
+    Ok(dc)
+}
+
+/// Reads `dir` and, recursively, its non-hidden sub-directories in name order.
+fn walk(root: &Path, dir: &Path, out: &mut Vec<DirContents>) -> Result<(), String> {
+    let rel = |file: &str| {
+        dir.join(file)
+            .strip_prefix(root)
+            .map_or_else(|_| file.to_owned(), |p| p.display().to_string())
+    };
+    let docs = read_documents(dir)?;
+    let mut package = None;
+    for m in docs.iter().filter(|m| m.kind().is_empty()) {
+        if let Some(parsed) = package_manifest(&m.object) {
+            let parsed = parsed.map_err(|e| format!("{}: {e}", rel(&m.file)))?;
+            if package.is_some() {
+                return Err(format!(
+                    "{}: a second package manifest in the same directory",
+                    rel(&m.file)
+                ));
+            }
+            package = Some((rel(&m.file), parsed));
+        }
+    }
+    let objects: Vec<&Manifest> = docs.iter().filter(|m| !m.kind().is_empty()).collect();
+    let others: Vec<Value> = objects
+        .iter()
+        .filter(|m| !m.is_csv())
+        .map(|m| m.object.clone())
+        .collect();
+    let bundles = objects
+        .iter()
+        .filter(|m| m.is_csv())
+        .map(|m| {
+            let mut all = vec![m.object.clone()];
+            all.extend(others.iter().cloned());
+            LegacyBundle {
+                file: rel(&m.file),
+                csv: m.object.clone(),
+                objects: all,
+            }
+        })
+        .collect();
+    out.push(DirContents {
+        dir: dir.to_path_buf(),
+        package,
+        bundles,
+    });
+    let mut subdirs: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map_err(|e| format!("reading directory {}: {e}", dir.display()))?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.is_dir() && !is_hidden(p))
+        .collect();
+    subdirs.sort();
+    for sub in subdirs {
+        walk(root, &sub, out)?;
+    }
+    Ok(())
+}
+
+fn convert_package(
+    file: &str,
+    manifest: &PackageManifest,
+    bundles: &BTreeMap<String, LegacyBundle>,
+    images: &BTreeMap<String, String>,
+    dc: &mut DeclarativeConfig,
+) -> Result<(), String> {
+    let pkg = &manifest.package_name;
+    let default_channel = match (&manifest.default_channel, manifest.channels.as_slice()) {
+        (d, _) if !d.is_empty() => d.clone(),
+        (_, [(only, _)]) => only.clone(),
+        _ => return Err(format!("no default channel specified for {pkg}")),
+    };
+    let rendered: BTreeMap<&str, Bundle> = bundles
+        .iter()
+        .map(|(name, b)| (name.as_str(), bundle(pkg, b, images)))
+        .filter(|(_, b)| !b.properties.iter().any(|p| p.kind == DEPRECATED))
+        .collect();
+    let origin = Origin {
+        file: file.into(),
+        line: 0,
+    };
+    let mut in_channels = BTreeSet::new();
+    let mut channels = Vec::new();
+    for (channel, head) in &manifest.channels {
+        let entries = channel_entries(pkg, channel, head, bundles, &rendered)?;
+        in_channels.extend(entries.iter().map(|e| e.name.clone()));
+        channels.push(Channel {
+            name: channel.clone(),
+            package: pkg.clone(),
+            entries,
+            properties: Vec::new(),
+            origin: origin.clone(),
+        });
+    }
+    let icon = manifest
+        .channels
+        .iter()
+        .find(|(c, _)| *c == default_channel)
+        .and_then(|(_, head)| bundles.get(head))
+        .and_then(|b| icon(&b.csv));
+    dc.packages.push(Package {
+        name: pkg.clone(),
+        default_channel,
+        icon,
+        description: String::new(),
+        properties: Vec::new(),
+        origin,
+    });
+    dc.channels.extend(channels);
+    for (name, b) in rendered {
+        if in_channels.contains(name) {
+            dc.bundles.push(b);
+        } else {
+            tracing::warn!(package = pkg, bundle = name, "skipping a CSV that no channel reaches");
+        }
+    }
+    Ok(())
+}
+
+/// The entries of one channel, sorted by name: the head, every bundle its `replaces` chain
+/// reaches, and every existing bundle a bundle of that chain skips.
+fn channel_entries(
+    pkg: &str,
+    channel: &str,
+    head: &str,
+    bundles: &BTreeMap<String, LegacyBundle>,
+    kept: &BTreeMap<&str, Bundle>,
+) -> Result<Vec<ChannelEntry>, String> {
+    if !bundles.contains_key(head) {
+        return Err(format!(
+            "package {pkg:?}, channel {channel:?}: currentCSV {head:?} not found"
+        ));
+    }
+    let mut entries: BTreeMap<String, ChannelEntry> = BTreeMap::new();
+    let mut chain = BTreeSet::new();
+    let mut current = head.to_owned();
+    loop {
+        chain.insert(current.clone());
+        let csv_object = &bundles[&current].csv;
+        entries.insert(current.clone(), entry(&current, csv_object));
+        for skipped in csv::skips(csv_object) {
+            if let Some(b) = bundles.get(&skipped) {
+                entries.insert(skipped.clone(), entry(&skipped, &b.csv));
+            }
+        }
+        let replaces = csv::replaces(csv_object);
+        if replaces.is_empty() {
+            break;
+        }
+        if chain.contains(replaces) {
+            return Err(format!("Cycle detected, {current} replaces {replaces}"));
+        }
+        if !bundles.contains_key(replaces) {
+            return Err(format!(
+                "Invalid bundle {current}, replaces nonexistent bundle {replaces}"
+            ));
+        }
+        current = replaces.to_owned();
+    }
+    Ok(entries
+        .into_values()
+        .filter(|e| kept.contains_key(e.name.as_str()))
+        .collect())
+}
+
+fn entry(name: &str, csv_object: &Value) -> ChannelEntry {
+    ChannelEntry {
+        name: name.to_owned(),
+        replaces: csv::replaces(csv_object).to_owned(),
+        skips: csv::skips(csv_object),
+        skip_range: csv::skip_range(csv_object).to_owned(),
+    }
+}
+
+fn bundle(pkg: &str, b: &LegacyBundle, images: &BTreeMap<String, String>) -> Bundle {
+    let name = csv::name(&b.csv);
+    let image = images.get(name).cloned().unwrap_or_default();
+    let mut props: Vec<Property> = vec![package_property(pkg, &csv::version(&b.csv), "")];
+    props.extend(csv::annotation_properties(&b.csv));
+    keep_last_package(&mut props);
+    props.extend(
+        csv::owned_crds(&b.csv)
+            .iter()
+            .map(|c| gvk_property(&c.gvk())),
+    );
+    props.extend(csv::owned_api_services(&b.csv).iter().map(gvk_property));
+    props.extend(required_gvks(&b.csv).iter().map(gvk_required_property));
+    props.extend(b.objects.iter().map(object_property));
+    Bundle {
+        name: name.to_owned(),
+        package: pkg.to_owned(),
+        related_images: related_images(&b.csv, &image),
+        image,
+        properties: finish_properties(props),
+        origin: Origin {
+            file: b.file.as_str().into(),
+            line: 0,
+        },
+        external_objects: 0,
+    }
+}
+
+/// The package icon from a CSV: its base64 data is decoded and re-encoded (upstream stores
+/// the bytes), retrying without spaces as upstream does; undecodable data means no icon.
+fn icon(csv_object: &Value) -> Option<Icon> {
+    let (data, mediatype) = csv::icon(csv_object)?;
+    let engine = &base64::engine::general_purpose::STANDARD;
+    let bytes = engine
+        .decode(data)
+        .or_else(|_| engine.decode(data.replace(' ', "")))
+        .map_err(|e| tracing::warn!(csv = csv::name(csv_object), "ignoring an undecodable icon: {e}"))
+        .ok()?;
+    Some(Icon {
+        base64data: engine.encode(bytes),
+        mediatype: mediatype.to_owned(),
+    })
+}

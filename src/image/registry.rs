@@ -1,0 +1,326 @@
+//! Talking to OCI registries: pulling images (OCI and Docker schema 2 manifests, indexes
+//! resolved to one platform) into a content-addressed cache, and pushing built images.
+//!
+//! Every blob is verified against its digest before it is used or cached. Transient failures
+//! (connection errors, 5xx) are retried with backoff; the rest become one-line errors that
+//! say what failed and why.
+use super::auth::Credentials;
+use super::create::BuiltImage;
+use super::layout::{Layout, digest_of};
+use super::reference::ImageRef;
+use oci_client::client::{Certificate, CertificateEncoding, ClientConfig, ClientProtocol};
+use oci_client::errors::OciDistributionError;
+use oci_client::manifest::{OciDescriptor, OciImageManifest, OciManifest};
+use oci_client::secrets::RegistryAuth;
+use oci_client::{Client, Reference};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// How to reach registries.
+#[derive(Clone, Debug, Default)]
+pub struct ClientOptions {
+    /// Registries (HOST:PORT) reached over plain HTTP.
+    pub insecure_registries: Vec<String>,
+    /// Plain HTTP everywhere (opm's --use-http).
+    pub use_http: bool,
+    /// Accept any certificate (opm's --skip-tls-verify).
+    pub skip_tls_verify: bool,
+    /// An extra CA bundle (PEM) to trust.
+    pub ca_file: Option<PathBuf>,
+    /// A docker config.json with credentials.
+    pub registry_config: Option<PathBuf>,
+    /// `os/arch` to pick from multi-platform images (default linux/amd64).
+    pub platform: Option<String>,
+    /// Where pulled blobs are kept, by digest.
+    pub cache_dir: PathBuf,
+}
+
+/// A pulled image: its manifest digest, labels, and layer files in the cache, in order.
+#[derive(Debug)]
+pub struct Pulled {
+    pub digest: String,
+    pub labels: BTreeMap<String, String>,
+    pub layers: Vec<PathBuf>,
+}
+
+pub struct Registry {
+    client: Client,
+    credentials: Credentials,
+    cache: Layout,
+}
+
+const ATTEMPTS: u32 = 5;
+
+/// Transient failures worth another try. A certificate the client does not trust is not one,
+/// though it shows up as a connection error.
+fn transient(e: &OciDistributionError) -> bool {
+    match e {
+        OciDistributionError::RequestError(r) => {
+            (r.is_connect() || r.is_timeout() || r.is_body() || r.is_request())
+                && !describe(e).contains("certificate")
+        }
+        OciDistributionError::ServerError { code, .. } => *code >= 500,
+        OciDistributionError::IoError(_) => true,
+        _ => false,
+    }
+}
+
+/// One line about what went wrong, in terms of the image.
+fn describe(e: &OciDistributionError) -> String {
+    match e {
+        OciDistributionError::AuthenticationFailure(m) => format!("authentication failed: {m}"),
+        OciDistributionError::UnauthorizedError { .. } => {
+            "unauthorized: check the credentials for this registry".into()
+        }
+        OciDistributionError::ImageManifestNotFoundError(_) => {
+            "manifest unknown: no such image or tag".into()
+        }
+        OciDistributionError::RegistryError { envelope, .. } => envelope
+            .errors
+            .iter()
+            .map(|e| {
+                // The registry's code (MANIFEST_UNKNOWN …) in words, then its message.
+                let code = serde_json::to_value(&e.code)
+                    .ok()
+                    .and_then(|v| v.as_str().map(|c| c.to_lowercase().replace('_', " ")))
+                    .unwrap_or_default();
+                match code.as_str() {
+                    "manifest unknown" | "name unknown" => format!("{code}: no such image or tag"),
+                    _ if e.message.is_empty() || e.message == code => code,
+                    _ => format!("{code}: {}", e.message),
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("; "),
+        OciDistributionError::ServerError { code, message, .. } => {
+            format!("registry answered {code}: {message}")
+        }
+        OciDistributionError::RequestError(r) if r.status().is_some_and(|s| s.as_u16() == 401) => {
+            "unauthorized: check the credentials for this registry".into()
+        }
+        OciDistributionError::RequestError(r) if r.status().is_some_and(|s| s.as_u16() == 403) => {
+            "forbidden: these credentials may not do this".into()
+        }
+        OciDistributionError::RequestError(r) if r.status().is_some_and(|s| s.as_u16() == 404) => {
+            "not found: no such repository or blob".into()
+        }
+        OciDistributionError::RequestError(r) => {
+            let mut text = r.to_string();
+            let mut source = std::error::Error::source(r);
+            while let Some(s) = source {
+                text.push_str(&format!(": {s}"));
+                source = s.source();
+            }
+            text
+        }
+        other => other.to_string(),
+    }
+}
+
+async fn retry<T, F, Fut>(what: &str, mut op: F) -> Result<T, String>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, OciDistributionError>>,
+{
+    let mut delay = Duration::from_millis(200);
+    for attempt in 1..=ATTEMPTS {
+        match op().await {
+            Ok(v) => return Ok(v),
+            Err(e) if attempt < ATTEMPTS && transient(&e) => {
+                tracing::warn!(
+                    "{what}: {} (attempt {attempt} of {ATTEMPTS}, retrying)",
+                    describe(&e)
+                );
+                tokio::time::sleep(delay).await;
+                delay *= 2;
+            }
+            Err(e) => return Err(format!("{what}: {}", describe(&e))),
+        }
+    }
+    unreachable!("the last attempt returns")
+}
+
+impl Registry {
+    pub fn new(opts: &ClientOptions) -> Result<Registry, String> {
+        // rustls needs a process-wide crypto provider; a second install is harmless.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let mut extra_root_certificates = Vec::new();
+        if let Some(ca) = &opts.ca_file {
+            let data = std::fs::read(ca).map_err(|e| format!("--ca-file {}: {e}", ca.display()))?;
+            extra_root_certificates.push(Certificate {
+                encoding: CertificateEncoding::Pem,
+                data,
+            });
+        }
+        let protocol = if opts.use_http {
+            ClientProtocol::Http
+        } else {
+            ClientProtocol::HttpsExcept(opts.insecure_registries.clone())
+        };
+        let mut config = ClientConfig {
+            protocol,
+            extra_root_certificates,
+            accept_invalid_certificates: opts.skip_tls_verify,
+            connect_timeout: Some(Duration::from_secs(10)),
+            read_timeout: Some(Duration::from_secs(60)),
+            ..Default::default()
+        };
+        if let Some(platform) = &opts.platform {
+            let (os, arch) = platform.split_once('/').ok_or_else(|| {
+                format!("--platform {platform:?}: expected OS/ARCH, e.g. linux/arm64")
+            })?;
+            let (os, arch) = (os.to_owned(), arch.to_owned());
+            config.platform_resolver = Some(Box::new(move |entries| {
+                entries
+                    .iter()
+                    .find(|e| {
+                        e.platform.as_ref().is_some_and(|p| {
+                            p.os.to_string() == os && p.architecture.to_string() == arch
+                        })
+                    })
+                    .map(|e| e.digest.clone())
+            }));
+        }
+        Ok(Registry {
+            client: Client::new(config),
+            credentials: Credentials::load(opts.registry_config.as_deref())?,
+            cache: Layout::create(&opts.cache_dir)?,
+        })
+    }
+
+    fn auth(&self, r: &Reference) -> RegistryAuth {
+        self.credentials.for_registry(r.resolve_registry())
+    }
+
+    /// Pulls an image's manifest, config and layers (layers already cached are not fetched).
+    pub async fn pull(&self, image: &ImageRef) -> Result<Pulled, String> {
+        match image {
+            ImageRef::Registry(r) => self.pull_remote(r).await,
+            ImageRef::Layout { dir, tag } => pull_layout(&Layout::open(dir)?, tag.as_deref()),
+        }
+    }
+
+    async fn pull_remote(&self, r: &Reference) -> Result<Pulled, String> {
+        let what = format!("pull {}", r.whole());
+        let auth = self.auth(r);
+        let (manifest, digest, config) =
+            retry(&what, || self.client.pull_manifest_and_config(r, &auth)).await?;
+        let labels = labels_of(config.as_bytes()).map_err(|e| format!("{what}: {e}"))?;
+        let mut layers = Vec::new();
+        for layer in &manifest.layers {
+            layers.push(self.fetch_blob(r, layer, &what).await?);
+        }
+        Ok(Pulled {
+            digest,
+            labels,
+            layers,
+        })
+    }
+
+    async fn fetch_blob(
+        &self,
+        r: &Reference,
+        layer: &OciDescriptor,
+        what: &str,
+    ) -> Result<PathBuf, String> {
+        if self.cache.has_blob(&layer.digest) {
+            return self.cache.blob_path(&layer.digest);
+        }
+        let tmp = retry(what, || async {
+            let tmp = self
+                .cache
+                .temp_blob()
+                .map_err(|e| OciDistributionError::GenericError(Some(e)))?;
+            let file = tokio::fs::File::create(tmp.path()).await?;
+            self.client.pull_blob(r, layer, file).await?;
+            Ok(tmp)
+        })
+        .await?;
+        self.cache
+            .adopt_blob(&layer.digest, tmp)
+            .map_err(|e| format!("{what}: {e}"))
+    }
+
+    /// Pushes a built image; returns its manifest digest.
+    pub async fn push(&self, image: &BuiltImage, to: &ImageRef) -> Result<String, String> {
+        match to {
+            ImageRef::Layout { dir, tag } => {
+                let layout = Layout::create(dir)?;
+                layout.write_blob(&image.config)?;
+                layout.write_blob(&image.layer)?;
+                layout.add_manifest(
+                    &image.manifest,
+                    oci_client::manifest::OCI_IMAGE_MEDIA_TYPE,
+                    tag.as_deref(),
+                )
+            }
+            ImageRef::Registry(r) => {
+                let what = format!("push {}", r.whole());
+                let auth = self.auth(r);
+                // Authenticate for pushing before the first upload.
+                retry(&what, || {
+                    self.client
+                        .auth(r, &auth, oci_client::RegistryOperation::Push)
+                })
+                .await?;
+                for blob in [&image.config, &image.layer] {
+                    let digest = digest_of(blob);
+                    if !retry(&what, || self.client.blob_exists(r, &digest)).await? {
+                        retry(&what, || self.client.push_blob(r, blob.clone(), &digest)).await?;
+                    }
+                }
+                let manifest: OciImageManifest = serde_json::from_slice(&image.manifest)
+                    .map_err(|e| format!("{what}: encoding the manifest: {e}"))?;
+                let manifest = OciManifest::Image(manifest);
+                retry(&what, || self.client.push_manifest(r, &manifest)).await?;
+                retry(&what, || self.client.fetch_manifest_digest(r, &auth)).await
+            }
+        }
+    }
+}
+
+fn labels_of(config: &[u8]) -> Result<BTreeMap<String, String>, String> {
+    let v: serde_json::Value =
+        serde_json::from_slice(config).map_err(|e| format!("image config: {e}"))?;
+    Ok(v["config"]["Labels"]
+        .as_object()
+        .map(|m| {
+            m.iter()
+                .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_owned())))
+                .collect()
+        })
+        .unwrap_or_default())
+}
+
+fn pull_layout(layout: &Layout, tag: Option<&str>) -> Result<Pulled, String> {
+    let (digest, _) = layout.find_manifest(tag)?;
+    let manifest: OciImageManifest = serde_json::from_slice(&layout.read_blob(&digest)?)
+        .map_err(|e| format!("manifest {digest}: {e}"))?;
+    let labels = labels_of(&layout.read_blob(&manifest.config.digest)?)?;
+    let layers = manifest
+        .layers
+        .iter()
+        .map(|l| {
+            // Layers are verified as a whole here; they are read again when unpacked.
+            layout.read_blob(&l.digest)?;
+            layout.blob_path(&l.digest)
+        })
+        .collect::<Result<_, _>>()?;
+    Ok(Pulled {
+        digest,
+        labels,
+        layers,
+    })
+}
+
+/// Unpacks a pulled image's layers, in order, into `dest`.
+pub fn unpack(image: &Pulled, dest: &Path) -> Result<(), String> {
+    let mut usage = super::unpack::Usage::default();
+    for layer in &image.layers {
+        let file = std::fs::File::open(layer).map_err(|e| format!("{}: {e}", layer.display()))?;
+        super::unpack::unpack_layer(file, dest, Default::default(), &mut usage)
+            .map_err(|e| format!("unpacking {}: {e}", image.digest))?;
+    }
+    Ok(())
+}

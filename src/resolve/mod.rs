@@ -1,0 +1,16 @@
+//! Dependency resolution with OLM classic and OLM v1 semantics (resolution spec).
+//!
+//! - [`version_constraint`]: the Masterminds grammar of v1 `version` (blang ranges and
+//!   versions live in [`crate::catalog::semver`], shared with catalog validation);
+//! - [`olm_constraint`], [`predicate`], [`cel_rule`]: requirements and what satisfies them;
+//! - [`solver`]: variables and constraints, the preference search and explanations.
+pub mod cel_rule;
+pub mod olm_constraint;
+pub mod predicate;
+pub mod solver;
+pub mod version_constraint;
+
+pub use cel_rule::CelRule;
+pub use olm_constraint::OlmConstraint;
+pub use predicate::{Predicate, Subject};
+pub use version_constraint::VersionConstraint;

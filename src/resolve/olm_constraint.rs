@@ -1,0 +1,331 @@
+//! Decoding `olm.constraint` property values (resolution spec §6.1) and turning them into
+//! [`Predicate`]s. Decoding follows Go's `encoding/json` with unknown fields disallowed,
+//! because catalogs written for upstream must be accepted or refused the same way.
+use serde_json::Value;
+
+use crate::catalog::semver::Range;
+
+use super::cel_rule::CelRule;
+use super::predicate::Predicate;
+
+/// Upstream's limit (`2 << 16`); its comment says 64 KB but this is what it enforces.
+pub const MAX_CONSTRAINT_SIZE: usize = 131_072;
+
+/// A decoded constraint; its kind is the first non-null of `gvk`, `package`, `all`, `any`,
+/// `not`, `cel`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OlmConstraint {
+    pub failure_message: String,
+    pub kind: ConstraintKind,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ConstraintKind {
+    Gvk {
+        group: String,
+        version: String,
+        kind: String,
+    },
+    Package {
+        package_name: String,
+        version_range: String,
+    },
+    All(Vec<OlmConstraint>),
+    Any(Vec<OlmConstraint>),
+    Not(Vec<OlmConstraint>),
+    Cel {
+        rule: String,
+    },
+    /// No kind field was set; refused when converted to a predicate.
+    Empty,
+}
+
+impl OlmConstraint {
+    /// Decodes a raw property value. Only the first JSON value counts; trailing bytes are
+    /// ignored as upstream's stream decoder does.
+    pub fn parse(raw: &str) -> Result<OlmConstraint, String> {
+        if raw.len() > MAX_CONSTRAINT_SIZE {
+            return Err(format!(
+                "olm.constraint value is greater than max constraint size {MAX_CONSTRAINT_SIZE} bytes"
+            ));
+        }
+        let value = match serde_json::Deserializer::from_str(raw)
+            .into_iter::<Value>()
+            .next()
+        {
+            Some(value) => value.map_err(|e| e.to_string())?,
+            // Go's decoder reports empty input as end of file.
+            None => return Err("EOF".to_owned()),
+        };
+        decode_constraint(&value)
+    }
+
+    /// The kind's name as upstream's tests spell it.
+    pub fn kind_name(&self) -> &'static str {
+        match self.kind {
+            ConstraintKind::Gvk { .. } => "gvk",
+            ConstraintKind::Package { .. } => "package",
+            ConstraintKind::All(_) => "all",
+            ConstraintKind::Any(_) => "any",
+            ConstraintKind::Not(_) => "not",
+            ConstraintKind::Cel { .. } => "cel",
+            ConstraintKind::Empty => "empty",
+        }
+    }
+
+    /// Builds the predicate; fails on an empty constraint, a bad blang range or a CEL
+    /// compile error, anywhere in the tree.
+    pub fn to_predicate(&self) -> Result<Predicate, String> {
+        let children = |cs: &[OlmConstraint]| {
+            cs.iter()
+                .map(OlmConstraint::to_predicate)
+                .collect::<Result<Vec<_>, _>>()
+        };
+        Ok(match &self.kind {
+            ConstraintKind::Gvk {
+                group,
+                version,
+                kind,
+            } => Predicate::Gvk {
+                group: group.clone(),
+                version: version.clone(),
+                kind: kind.clone(),
+            },
+            ConstraintKind::Package {
+                package_name,
+                version_range,
+            } => Predicate::Package {
+                name: package_name.clone(),
+                range_text: version_range.clone(),
+                range: Range::parse(version_range)?,
+            },
+            ConstraintKind::All(cs) => Predicate::All(children(cs)?),
+            ConstraintKind::Any(cs) => Predicate::Any(children(cs)?),
+            ConstraintKind::Not(cs) => Predicate::Not(children(cs)?),
+            ConstraintKind::Cel { rule } => Predicate::Cel {
+                rule: rule.clone(),
+                failure_message: self.failure_message.clone(),
+                program: CelRule::compile(rule)?,
+            },
+            ConstraintKind::Empty => return Err("constraint is empty".to_owned()),
+        })
+    }
+}
+
+/// Go's names for JSON value types in unmarshal errors.
+fn json_type(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "bool",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+/// The members of a JSON object matched against `known` names case-insensitively (Go
+/// rules); any other member is an error. Null members count as absent. A null object
+/// decodes to all-absent, as Go leaves a nil pointer.
+fn members<'v, const N: usize>(
+    v: &'v Value,
+    known: [&str; N],
+    go_type: &str,
+) -> Result<[Option<&'v Value>; N], String> {
+    let mut slots = [None; N];
+    let fields = match v {
+        Value::Object(fields) => fields,
+        Value::Null => return Ok(slots),
+        other => {
+            return Err(format!(
+                "json: cannot unmarshal {} into Go value of type {go_type}",
+                json_type(other)
+            ));
+        }
+    };
+    for (key, value) in fields {
+        let Some(i) = known.iter().position(|k| k.eq_ignore_ascii_case(key)) else {
+            return Err(format!("json: unknown field {key:?}"));
+        };
+        slots[i] = (!value.is_null()).then_some(value);
+    }
+    Ok(slots)
+}
+
+fn string(v: Option<&Value>, field: &str) -> Result<String, String> {
+    match v {
+        None => Ok(String::new()),
+        Some(Value::String(s)) => Ok(s.clone()),
+        Some(other) => Err(format!(
+            "json: cannot unmarshal {} into Go struct field {field} of type string",
+            json_type(other)
+        )),
+    }
+}
+
+fn decode_constraint(v: &Value) -> Result<OlmConstraint, String> {
+    let [failure, gvk, package, all, any, not, cel] = members(
+        v,
+        [
+            "failureMessage",
+            "gvk",
+            "package",
+            "all",
+            "any",
+            "not",
+            "cel",
+        ],
+        "constraints.Constraint",
+    )?;
+    let failure_message = string(failure, "Constraint.failureMessage")?;
+    // Every present field is decoded (and can fail) even though only the first decides.
+    let gvk = gvk.map(decode_gvk).transpose()?;
+    let package = package.map(decode_package).transpose()?;
+    let all = all.map(decode_compound).transpose()?;
+    let any = any.map(decode_compound).transpose()?;
+    let not = not.map(decode_compound).transpose()?;
+    let cel = cel.map(decode_cel).transpose()?;
+    let kind = gvk
+        .or(package)
+        .or(all.map(ConstraintKind::All))
+        .or(any.map(ConstraintKind::Any))
+        .or(not.map(ConstraintKind::Not))
+        .or(cel)
+        .unwrap_or(ConstraintKind::Empty);
+    Ok(OlmConstraint {
+        failure_message,
+        kind,
+    })
+}
+
+fn decode_gvk(v: &Value) -> Result<ConstraintKind, String> {
+    let [group, version, kind] = members(v, ["group", "version", "kind"], "constraints.GVK")?;
+    Ok(ConstraintKind::Gvk {
+        group: string(group, "GVK.group")?,
+        version: string(version, "GVK.version")?,
+        kind: string(kind, "GVK.kind")?,
+    })
+}
+
+fn decode_package(v: &Value) -> Result<ConstraintKind, String> {
+    let [name, range] = members(
+        v,
+        ["packageName", "versionRange"],
+        "constraints.PackageConstraint",
+    )?;
+    Ok(ConstraintKind::Package {
+        package_name: string(name, "PackageConstraint.packageName")?,
+        version_range: string(range, "PackageConstraint.versionRange")?,
+    })
+}
+
+fn decode_cel(v: &Value) -> Result<ConstraintKind, String> {
+    let [rule] = members(v, ["rule"], "constraints.Cel")?;
+    Ok(ConstraintKind::Cel {
+        rule: string(rule, "Cel.rule")?,
+    })
+}
+
+fn decode_compound(v: &Value) -> Result<Vec<OlmConstraint>, String> {
+    let [constraints] = members(v, ["constraints"], "constraints.CompoundConstraint")?;
+    match constraints {
+        None => Ok(Vec::new()),
+        Some(Value::Array(items)) => items.iter().map(decode_constraint).collect(),
+        Some(other) => Err(format!(
+            "json: cannot unmarshal {} into Go struct field CompoundConstraint.constraints of type []constraints.Constraint",
+            json_type(other)
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kinds_and_texts() {
+        let text = |raw: &str| {
+            OlmConstraint::parse(raw)
+                .expect(raw)
+                .to_predicate()
+                .expect(raw)
+                .to_string()
+        };
+        assert_eq!(
+            text(
+                r#"{"package":{"packageName":"foo","versionRange":">=1.0.0"},"gvk":{"group":"g","version":"v","kind":"k"}}"#
+            ),
+            "providing an API with group: g, version: v, kind: k"
+        );
+        assert_eq!(
+            text(r#"{"PACKAGE":{"PackageName":"foo","versionrange":">=1.0.0"}} trailing"#),
+            "with package: foo and with version in range: >=1.0.0"
+        );
+        assert_eq!(
+            text(r#"{"failureMessage":"m","cel":{"rule":"true"}}"#),
+            r#"with constraint: "true" and message: "m""#
+        );
+        assert_eq!(
+            text(
+                r#"{"gvk":null,"all":{"constraints":[{"gvk":{"group":"a","version":"b","kind":"c"}}]}}"#
+            ),
+            "providing an API with group: a, version: b, kind: c"
+        );
+    }
+
+    #[test]
+    fn errors() {
+        let parse_err = |raw: &str| OlmConstraint::parse(raw).expect_err(raw);
+        let convert_err = |raw: &str| {
+            OlmConstraint::parse(raw)
+                .expect(raw)
+                .to_predicate()
+                .expect_err(raw)
+        };
+        assert_eq!(
+            parse_err(r#"{"gvk":{"group":"g","plural":"x"}}"#),
+            r#"json: unknown field "plural""#
+        );
+        assert_eq!(
+            parse_err(r#"{"failureMessage":1}"#),
+            "json: cannot unmarshal number into Go struct field Constraint.failureMessage of type string"
+        );
+        assert_eq!(
+            parse_err(r#"{"all":{"constraints":{}}}"#),
+            "json: cannot unmarshal object into Go struct field CompoundConstraint.constraints of type []constraints.Constraint"
+        );
+        assert!(!parse_err("").is_empty());
+        assert_eq!(convert_err("{}"), "constraint is empty");
+        assert_eq!(
+            convert_err(r#"{"any":{"constraints":[{"failureMessage":"x"}]}}"#),
+            "constraint is empty"
+        );
+        assert_eq!(
+            convert_err(r#"{"package":{"packageName":"p","versionRange":"~1.0.0"}}"#),
+            r#"Could not parse Range "~1.0.0": Could not parse comparator "~" in "~1.0.0""#
+        );
+        assert_eq!(
+            convert_err(r#"{"cel":{"rule":"1"}}"#),
+            "cel expressions must have type Bool"
+        );
+    }
+
+    #[test]
+    fn size_limit_is_inclusive() {
+        let pad = |n: usize| {
+            let base = r#"{"failureMessage":""#;
+            let tail = r#"","gvk":{"group":"g","version":"v","kind":"k"}}"#;
+            format!("{base}{}{tail}", "a".repeat(n - base.len() - tail.len()))
+        };
+        let exact = pad(MAX_CONSTRAINT_SIZE);
+        assert_eq!(exact.len(), MAX_CONSTRAINT_SIZE);
+        assert_eq!(
+            OlmConstraint::parse(&exact).expect("fits").kind_name(),
+            "gvk"
+        );
+        assert_eq!(
+            OlmConstraint::parse(&pad(MAX_CONSTRAINT_SIZE + 1)).expect_err("too big"),
+            "olm.constraint value is greater than max constraint size 131072 bytes"
+        );
+    }
+}

@@ -1,0 +1,216 @@
+//! Images against a real registry on loopback: build, push, pull by tag and digest, OCI
+//! layouts, TLS with auth, and the failures a user must get a clear word about.
+mod common;
+#[path = "common/registry.rs"]
+mod registry;
+
+use common::{Server, run};
+use olm_registry::api::GetPackageRequest;
+use registry::TestRegistry;
+use std::path::Path;
+
+fn example() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/catalog")
+}
+
+/// `olm-registry build catalog` → "REF@DIGEST".
+fn build_catalog(tag: &str, extra: &[&str]) -> String {
+    let example = example();
+    let mut args = vec!["build", "catalog", example.to_str().unwrap(), "--tag", tag];
+    args.extend_from_slice(extra);
+    let (code, stdout, stderr) = run(&args);
+    assert_eq!(code, 0, "{stderr}");
+    let line = stdout.trim().to_owned();
+    assert!(line.starts_with(&format!("{tag}@sha256:")), "{line}");
+    line
+}
+
+#[tokio::test]
+async fn build_push_and_serve_a_catalog_image() {
+    let reg = TestRegistry::plain();
+    let cache = tempfile::tempdir().unwrap();
+    let insecure = [
+        "--insecure-registry",
+        &reg.addr,
+        "--image-cache-dir",
+        cache.path().to_str().unwrap(),
+    ];
+    let tag = format!("{}/catalogs/example:v1", reg.addr);
+    let pushed = build_catalog(&tag, &insecure);
+    // Building the same content again gives the same digest.
+    assert_eq!(build_catalog(&tag, &insecure), pushed);
+    let digest = pushed.rsplit_once('@').unwrap().1.to_owned();
+
+    for reference in [
+        tag.clone(),
+        format!("{}/catalogs/example@{digest}", reg.addr),
+    ] {
+        let server = Server::serving(Path::new(&reference), &insecure).await;
+        let mut c = server.client().await;
+        let p = c
+            .get_package(GetPackageRequest {
+                name: "cache-operator".into(),
+            })
+            .await
+            .unwrap()
+            .into_inner();
+        assert_eq!(p.default_channel_name, "stable");
+    }
+}
+
+#[tokio::test]
+async fn oci_layout_round_trip() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let layout = format!("oci:{}:v1", dir.path().join("layout").display());
+    build_catalog(
+        &layout,
+        &["--image-cache-dir", cache.path().to_str().unwrap()],
+    );
+    let server = Server::serving(
+        Path::new(&layout),
+        &["--image-cache-dir", cache.path().to_str().unwrap()],
+    )
+    .await;
+    let mut c = server.client().await;
+    let p = c
+        .get_package(GetPackageRequest {
+            name: "queue-operator".into(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(p.channels.len(), 1);
+}
+
+#[test]
+fn tls_with_auth_and_clear_errors() {
+    let reg = TestRegistry::secure();
+    let cache = tempfile::tempdir().unwrap();
+    let ca = reg.ca_file.as_ref().unwrap().to_str().unwrap().to_owned();
+    let auth = reg.auth_file.as_ref().unwrap().to_str().unwrap().to_owned();
+    let cache_flag = ["--image-cache-dir", cache.path().to_str().unwrap()];
+    let tag = format!("{}/catalogs/example:v1", reg.addr);
+
+    // Without the CA the certificate is refused; without credentials the push is.
+    let example = example();
+    let mut args = vec!["build", "catalog", example.to_str().unwrap(), "--tag", &tag];
+    args.extend_from_slice(&cache_flag);
+    let (code, _, stderr) = run(&args);
+    assert_eq!(code, 1);
+    assert_eq!(
+        stderr,
+        format!(
+            "error: push {tag}: error sending request for url (https://{}/v2/): client error (Connect): invalid peer certificate: UnknownIssuer\n",
+            reg.addr
+        )
+    );
+    args.extend_from_slice(&["--ca-file", &ca]);
+    let (code, _, stderr) = run(&args);
+    assert_eq!(code, 1);
+    assert_eq!(
+        stderr,
+        format!("error: push {tag}: unauthorized: check the credentials for this registry\n")
+    );
+
+    args.extend_from_slice(&["--registry-config", &auth]);
+    let (code, stdout, stderr) = run(&args);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.starts_with(&format!("{tag}@sha256:")));
+
+    // Serving the image needs the same credentials.
+    let missing = format!("{}/catalogs/nothing:v1", reg.addr);
+    let termination = cache.path().join("t");
+    let serve = |image: &str, with_auth: bool| {
+        let mut a = vec![
+            "serve",
+            image,
+            "-p",
+            "127.0.0.1:0",
+            "-t",
+            termination.to_str().unwrap(),
+            "--ca-file",
+            &ca,
+        ];
+        a.extend_from_slice(&cache_flag);
+        if with_auth {
+            a.extend_from_slice(&["--registry-config", &auth]);
+        }
+        run(&a)
+    };
+    let (code, _, _) = serve(&tag, false);
+    assert_eq!(code, 1);
+    let message = std::fs::read_to_string(&termination).unwrap();
+    assert!(message.starts_with(&format!("pull {tag}: ")), "{message}");
+    let (code, _, _) = serve(&missing, true);
+    assert_eq!(code, 1);
+    let message = std::fs::read_to_string(&termination).unwrap();
+    assert_eq!(
+        message,
+        format!("pull {missing}: manifest unknown: no such image or tag\n")
+    );
+}
+
+#[test]
+fn a_blob_that_does_not_match_its_digest_is_refused() {
+    let reg = TestRegistry::plain();
+    let cache = tempfile::tempdir().unwrap();
+    let flags = [
+        "--insecure-registry",
+        &reg.addr,
+        "--image-cache-dir",
+        cache.path().to_str().unwrap(),
+    ];
+    let tag = format!("{}/catalogs/example:v1", reg.addr);
+    build_catalog(&tag, &flags);
+    // Corrupt the layer in the registry's own storage: the largest blob is the layer.
+    let blobs = reg.dir.path().join("data/docker/registry/v2/blobs/sha256");
+    let mut layer = None;
+    let mut biggest = 0;
+    for prefix in std::fs::read_dir(&blobs).unwrap() {
+        for blob in std::fs::read_dir(prefix.unwrap().path()).unwrap() {
+            let data = blob.unwrap().path().join("data");
+            let len = std::fs::metadata(&data).unwrap().len();
+            if len > biggest {
+                biggest = len;
+                layer = Some(data);
+            }
+        }
+    }
+    let layer = layer.unwrap();
+    let mut bytes = std::fs::read(&layer).unwrap();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 0xff;
+    std::fs::write(&layer, bytes).unwrap();
+
+    let termination = cache.path().join("t");
+    let mut args = vec![
+        "serve",
+        tag.as_str(),
+        "-p",
+        "127.0.0.1:0",
+        "-t",
+        termination.to_str().unwrap(),
+    ];
+    args.extend_from_slice(&flags);
+    let (code, _, stderr) = run(&args);
+    assert_eq!(code, 1, "{stderr}");
+    let message = std::fs::read_to_string(&termination).unwrap();
+    assert!(message.starts_with(&format!("pull {tag}: ")), "{message}");
+    assert!(message.contains("digest"), "{message}");
+    // Nothing unverified was cached.
+    let cached: Vec<_> = std::fs::read_dir(cache.path().join("blobs/sha256"))
+        .unwrap()
+        .collect();
+    assert!(cached.iter().all(|e| {
+        !e.as_ref()
+            .unwrap()
+            .file_name()
+            .to_string_lossy()
+            .starts_with(".tmp")
+    }));
+    assert!(
+        cached.len() <= 1,
+        "only the config may be cached: {cached:?}"
+    );
+}
