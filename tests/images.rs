@@ -58,6 +58,51 @@ async fn build_push_and_serve_a_catalog_image() {
     }
 }
 
+/// Once pulled, an image is served from the cache when the registry is gone: by digest
+/// always, by tag as it was when last pulled.
+#[tokio::test]
+async fn a_second_pull_works_offline() {
+    let mut reg = TestRegistry::plain();
+    let cache = tempfile::tempdir().unwrap();
+    let addr = reg.addr.clone();
+    let flags = [
+        "--insecure-registry",
+        &addr,
+        "--image-cache-dir",
+        cache.path().to_str().unwrap(),
+    ];
+    let tag = format!("{}/catalogs/example:v1", reg.addr);
+    let digest = build_catalog(&tag, &flags)
+        .rsplit_once('@')
+        .unwrap()
+        .1
+        .to_owned();
+    let by_digest = format!("{}/catalogs/example@{digest}", reg.addr);
+    drop(Server::serving(Path::new(&tag), &flags).await);
+    reg.stop();
+
+    let server = Server::serving(Path::new(&by_digest), &flags).await;
+    let mut c = server.client().await;
+    assert_eq!(
+        c.get_package(GetPackageRequest {
+            name: "cache-operator".into()
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .name,
+        "cache-operator"
+    );
+    let server = Server::serving(Path::new(&tag), &flags).await;
+    assert!(
+        server.log().contains(&format!(
+            "using the copy cached when it was last pulled ({digest})"
+        )),
+        "{}",
+        server.log()
+    );
+}
+
 #[tokio::test]
 async fn oci_layout_round_trip() {
     let dir = tempfile::tempdir().unwrap();

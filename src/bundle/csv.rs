@@ -2,7 +2,8 @@
 //! JSON value it was decoded to: only a handful of fields matter, and the object itself is
 //! emitted as an `olm.bundle.object` byte-for-byte as decoded.
 use crate::catalog::json::canonical;
-use crate::catalog::{Property, RelatedImage};
+use crate::catalog::{Icon, Property, RelatedImage};
+use base64::Engine;
 use serde_json::Value;
 
 pub const KIND: &str = "ClusterServiceVersion";
@@ -207,8 +208,20 @@ pub fn annotation_properties(csv: &Value) -> Vec<Property> {
         .collect()
 }
 
-/// The first `spec.icon` entry as (base64 data, media type).
-pub fn icon(csv: &Value) -> Option<(&str, &str)> {
+/// The package icon a legacy catalog takes from the CSV at the head of its default channel:
+/// the first `spec.icon`. Upstream stored the decoded bytes (retrying without spaces), so the
+/// data is decoded and re-encoded; undecodable data means no icon.
+pub fn package_icon(csv: &Value) -> Option<Icon> {
     let first = items(csv, "/spec/icon").first()?;
-    Some((str_at(first, "/base64data"), str_at(first, "/mediatype")))
+    let data = str_at(first, "/base64data");
+    let engine = &base64::engine::general_purpose::STANDARD;
+    let bytes = engine
+        .decode(data)
+        .or_else(|_| engine.decode(data.replace(' ', "")))
+        .map_err(|e| tracing::warn!(csv = name(csv), "ignoring an undecodable icon: {e}"))
+        .ok()?;
+    Some(Icon {
+        base64data: engine.encode(bytes),
+        mediatype: str_at(first, "/mediatype").to_owned(),
+    })
 }

@@ -57,11 +57,12 @@ pub fn read_documents(dir: &Path) -> Result<Vec<Manifest>, String> {
     let mut docs = Vec::new();
     for file in regular_files(dir)? {
         let path = dir.join(&file);
-        let data =
-            std::fs::read(&path).map_err(|e| format!("reading {}: {e}", path.display()))?;
+        let data = std::fs::read(&path).map_err(|e| format!("reading {}: {e}", path.display()))?;
         match yaml_to_json(&data) {
             Ok(object @ Value::Object(_)) => docs.push(Manifest { file, object }),
-            Ok(_) => tracing::warn!(file = %path.display(), "skipping a file that is not a YAML or JSON object"),
+            Ok(_) => {
+                tracing::warn!(file = %path.display(), "skipping a file that is not a YAML or JSON object")
+            }
             Err(e) => tracing::warn!(file = %path.display(), "skipping an undecodable file: {e}"),
         }
     }

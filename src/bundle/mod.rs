@@ -18,4 +18,5 @@ pub mod metadata;
 pub mod migrate;
 pub mod package_manifests;
 pub mod render;
+pub mod sqlite;
 pub mod template;

@@ -3,15 +3,14 @@
 //! its channel heads; every CSV below it is a bundle made of the CSV and the other objects of
 //! its directory; channels follow `spec.replaces` down from each head.
 use super::csv;
-use super::manifests::{Manifest, object_property, read_documents};
+use super::manifests::{CRD_KIND, Manifest, crd_gvks, object_property, read_documents};
 use super::render::{
     finish_properties, gvk_property, gvk_required_property, keep_last_package, package_property,
     related_images, required_gvks,
 };
 use crate::catalog::{
-    Bundle, Channel, ChannelEntry, DeclarativeConfig, Icon, Origin, Package, Property,
+    Bundle, Channel, ChannelEntry, DeclarativeConfig, Origin, Package, Property,
 };
-use base64::Engine;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -95,9 +94,30 @@ struct DirContents {
     bundles: Vec<LegacyBundle>,
 }
 
-/// Converts the tree at `root`. `images` gives a pull spec to bundles (by CSV name) that
-/// have one; a tree on disk has none, so every other bundle's image is `""`.
-pub fn load(root: &Path, images: &BTreeMap<String, String>) -> Result<DeclarativeConfig, String> {
+/// Where a converted bundle's `olm.gvk` properties come from. The two upstream conversions
+/// differ when a directory holds CRDs its CSV does not own, or CRDs with several versions.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ProvidedApis {
+    /// Every version of every CRD object of the bundle's directory, plus the CSV's owned API
+    /// services: what v1.26.4 loaded into SQLite and `opm migrate` wrote out.
+    #[default]
+    CrdObjects,
+    /// The CSV's `spec.customresourcedefinitions.owned`, the group taken from each name:
+    /// upstream's HEAD test harness, which Dataset M's expected answers come from.
+    OwnedCrds,
+}
+
+/// How to convert a tree.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Options {
+    pub provided_apis: ProvidedApis,
+    /// Pull specs of bundles (by CSV name) that have one; a tree on disk has none, so every
+    /// other bundle's image is `""`.
+    pub images: BTreeMap<String, String>,
+}
+
+/// Converts the tree at `root`.
+pub fn load(root: &Path, options: &Options) -> Result<DeclarativeConfig, String> {
     let mut dirs = Vec::new();
     walk(root, root, &mut dirs)?;
     // Each bundle belongs to the package manifest of its nearest enclosing directory.
@@ -138,7 +158,7 @@ pub fn load(root: &Path, images: &BTreeMap<String, String>) -> Result<Declarativ
             ));
             continue;
         }
-        if let Err(e) = convert_package(file, manifest, bundles, images, &mut dc) {
+        if let Err(e) = convert_package(file, manifest, bundles, options, &mut dc) {
             problems.push(e);
         }
     }
@@ -214,7 +234,7 @@ fn convert_package(
     file: &str,
     manifest: &PackageManifest,
     bundles: &BTreeMap<String, LegacyBundle>,
-    images: &BTreeMap<String, String>,
+    options: &Options,
     dc: &mut DeclarativeConfig,
 ) -> Result<(), String> {
     let pkg = &manifest.package_name;
@@ -225,7 +245,7 @@ fn convert_package(
     };
     let rendered: BTreeMap<&str, Bundle> = bundles
         .iter()
-        .map(|(name, b)| (name.as_str(), bundle(pkg, b, images)))
+        .map(|(name, b)| (name.as_str(), bundle(pkg, b, options)))
         .filter(|(_, b)| !b.properties.iter().any(|p| p.kind == DEPRECATED))
         .collect();
     let origin = Origin {
@@ -250,7 +270,7 @@ fn convert_package(
         .iter()
         .find(|(c, _)| *c == default_channel)
         .and_then(|(_, head)| bundles.get(head))
-        .and_then(|b| icon(&b.csv));
+        .and_then(|b| csv::package_icon(&b.csv));
     dc.packages.push(Package {
         name: pkg.clone(),
         default_channel,
@@ -264,7 +284,11 @@ fn convert_package(
         if in_channels.contains(name) {
             dc.bundles.push(b);
         } else {
-            tracing::warn!(package = pkg, bundle = name, "skipping a CSV that no channel reaches");
+            tracing::warn!(
+                package = pkg,
+                bundle = name,
+                "skipping a CSV that no channel reaches"
+            );
         }
     }
     Ok(())
@@ -325,18 +349,29 @@ fn entry(name: &str, csv_object: &Value) -> ChannelEntry {
     }
 }
 
-fn bundle(pkg: &str, b: &LegacyBundle, images: &BTreeMap<String, String>) -> Bundle {
+fn bundle(pkg: &str, b: &LegacyBundle, options: &Options) -> Bundle {
     let name = csv::name(&b.csv);
-    let image = images.get(name).cloned().unwrap_or_default();
+    let image = options.images.get(name).cloned().unwrap_or_default();
     let mut props: Vec<Property> = vec![package_property(pkg, &csv::version(&b.csv), "")];
     props.extend(csv::annotation_properties(&b.csv));
     keep_last_package(&mut props);
-    props.extend(
-        csv::owned_crds(&b.csv)
-            .iter()
-            .map(|c| gvk_property(&c.gvk())),
-    );
-    props.extend(csv::owned_api_services(&b.csv).iter().map(gvk_property));
+    match options.provided_apis {
+        ProvidedApis::CrdObjects => {
+            for crd in b
+                .objects
+                .iter()
+                .filter(|o| csv::str_at(o, "/kind") == CRD_KIND)
+            {
+                props.extend(crd_gvks(crd).iter().map(gvk_property));
+            }
+            props.extend(csv::owned_api_services(&b.csv).iter().map(gvk_property));
+        }
+        ProvidedApis::OwnedCrds => props.extend(
+            csv::owned_crds(&b.csv)
+                .iter()
+                .map(|c| gvk_property(&c.gvk())),
+        ),
+    }
     props.extend(required_gvks(&b.csv).iter().map(gvk_required_property));
     props.extend(b.objects.iter().map(object_property));
     Bundle {
@@ -351,20 +386,4 @@ fn bundle(pkg: &str, b: &LegacyBundle, images: &BTreeMap<String, String>) -> Bun
         },
         external_objects: 0,
     }
-}
-
-/// The package icon from a CSV: its base64 data is decoded and re-encoded (upstream stores
-/// the bytes), retrying without spaces as upstream does; undecodable data means no icon.
-fn icon(csv_object: &Value) -> Option<Icon> {
-    let (data, mediatype) = csv::icon(csv_object)?;
-    let engine = &base64::engine::general_purpose::STANDARD;
-    let bytes = engine
-        .decode(data)
-        .or_else(|_| engine.decode(data.replace(' ', "")))
-        .map_err(|e| tracing::warn!(csv = csv::name(csv_object), "ignoring an undecodable icon: {e}"))
-        .ok()?;
-    Some(Icon {
-        base64data: engine.encode(bytes),
-        mediatype: mediatype.to_owned(),
-    })
 }

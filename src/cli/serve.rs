@@ -1,6 +1,7 @@
 use super::images::{ImageArgs, fetch_catalog};
+use crate::image::Registry;
 use crate::server;
-use crate::store::cache::{self, CacheOptions, Outcome};
+use crate::store::cache::{self, CacheError, CacheOptions, Loaded, Outcome};
 use clap::Args;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -99,26 +100,33 @@ fn serve(args: &ServeArgs, use_http: bool, skip_tls_verify: bool) -> Result<(), 
         .enable_all()
         .build()
         .map_err(|e| format!("starting the runtime: {e}"))?;
-    let source = args.source_path.display().to_string();
-    let image = if args.source_path.is_dir() {
-        None
-    } else if args.source_path.exists() {
-        return Err(format!("{source:?} is not a directory"));
-    } else {
-        let registry = args.image.registry(use_http, skip_tls_verify)?;
-        info!(image = %source, "pulling catalog image");
-        Some(runtime.block_on(fetch_catalog(&registry, &source))?)
-    };
-    let catalog_dir = image
-        .as_ref()
-        .map_or(args.source_path.clone(), |i| i.root.clone());
-    let options = CacheOptions {
-        catalog: &catalog_dir,
-        cache_dir: args.cache_dir.as_deref(),
-        enforce_integrity: args.cache_enforce_integrity.unwrap_or(false),
+    let source = Source::of(args, use_http, skip_tls_verify)?;
+    let cache_dir = args.cache_dir.clone();
+    let enforce_integrity = args.cache_enforce_integrity.unwrap_or(false);
+    // Runs on a blocking thread once the port is bound (pulling an image can take a while).
+    let load = move || -> Result<Loaded, CacheError> {
+        // The unpacked image (if any) is kept only until it is indexed.
+        let (catalog, _unpacked) = match &source {
+            Source::Dir(dir) => (dir.clone(), None),
+            Source::Image(registry, reference) => {
+                info!(image = %reference, "pulling catalog image");
+                let unpacked = tokio::runtime::Handle::current()
+                    .block_on(fetch_catalog(registry, reference))
+                    .map_err(CacheError::Io)?;
+                (unpacked.root.clone(), Some(unpacked))
+            }
+        };
+        cache::open_or_build(&CacheOptions {
+            catalog: &catalog,
+            cache_dir: cache_dir.as_deref(),
+            enforce_integrity,
+        })
     };
     if args.cache_only {
-        let loaded = cache::open_or_build(&options).map_err(|e| e.to_string())?;
+        let loaded = runtime
+            .block_on(async { tokio::task::spawn_blocking(load).await })
+            .map_err(|e| e.to_string())?
+            .map_err(|e| e.to_string())?;
         match loaded.outcome {
             Outcome::Reused => info!("cache is up to date"),
             Outcome::Built(_) => info!(cache = %loaded.store.path().display(), "cache built"),
@@ -130,20 +138,33 @@ fn serve(args: &ServeArgs, use_http: bool, skip_tls_verify: bool) -> Result<(), 
         let listener = bind(&args.port).await?;
         let addr = listener.local_addr().map_err(|e| e.to_string())?;
         info!("listening on {addr}");
-        let catalog = catalog_dir.clone();
-        let cache_dir = args.cache_dir.clone();
-        let enforce_integrity = options.enforce_integrity;
-        let load = move || {
-            cache::open_or_build(&CacheOptions {
-                catalog: &catalog,
-                cache_dir: cache_dir.as_deref(),
-                enforce_integrity,
-            })
-        };
         server::run(listener, load, args.shutdown_grace)
             .await
             .map_err(|e| e.to_string())
     })
+}
+
+/// What `serve` was pointed at.
+enum Source {
+    Dir(PathBuf),
+    Image(Registry, String),
+}
+
+impl Source {
+    fn of(args: &ServeArgs, use_http: bool, skip_tls_verify: bool) -> Result<Source, String> {
+        let path = &args.source_path;
+        if path.is_dir() {
+            Ok(Source::Dir(path.clone()))
+        } else if path.exists() {
+            Err(format!(
+                "{:?} is not a directory",
+                path.display().to_string()
+            ))
+        } else {
+            let registry = args.image.registry(use_http, skip_tls_verify)?;
+            Ok(Source::Image(registry, path.display().to_string()))
+        }
+    }
 }
 
 /// opm listens on ":<port>" (every interface); HOST:PORT is our extension.

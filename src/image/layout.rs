@@ -62,6 +62,10 @@ impl Layout {
         })
     }
 
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
     pub fn blob_path(&self, digest: &str) -> Result<PathBuf, String> {
         Ok(self.root.join("blobs/sha256").join(sha256_hex(digest)?))
     }

@@ -203,19 +203,100 @@ impl Registry {
 
     async fn pull_remote(&self, r: &Reference) -> Result<Pulled, String> {
         let what = format!("pull {}", r.whole());
+        // A digest names content exactly: what was pulled once is served from the cache.
+        if let Some(digest) = r.digest()
+            && let Some(cached) = self.cached(digest)
+        {
+            return Ok(cached);
+        }
         let auth = self.auth(r);
-        let (manifest, digest, config) =
-            retry(&what, || self.client.pull_manifest_and_config(r, &auth)).await?;
+        let fetched = retry(&what, || self.client.pull_manifest_and_config(r, &auth)).await;
+        let (manifest, digest, config) = match fetched {
+            Ok(found) => found,
+            Err(e) => {
+                // Offline, a tag pulled before still resolves to what it was then.
+                let cached = self.cached_tag(r).ok_or(e.clone())?;
+                tracing::warn!(
+                    "{e}; using the copy cached when it was last pulled ({})",
+                    cached.digest
+                );
+                return Ok(cached);
+            }
+        };
         let labels = labels_of(config.as_bytes()).map_err(|e| format!("{what}: {e}"))?;
         let mut layers = Vec::new();
         for layer in &manifest.layers {
             layers.push(self.fetch_blob(r, layer, &what).await?);
         }
+        let layer_digests: Vec<&str> = manifest.layers.iter().map(|l| l.digest.as_str()).collect();
+        self.remember(r, &digest, &labels, &layer_digests);
         Ok(Pulled {
             digest,
             labels,
             layers,
         })
+    }
+
+    fn record_path(&self, digest: &str) -> Option<PathBuf> {
+        let hex = digest.strip_prefix("sha256:")?;
+        Some(self.cache.root().join("images").join(format!("{hex}.json")))
+    }
+
+    fn tag_path(&self, r: &Reference) -> PathBuf {
+        self.cache
+            .root()
+            .join("tags")
+            .join(digest_of(r.whole().as_bytes()).trim_start_matches("sha256:"))
+    }
+
+    /// Records what an image is made of, and which digest its tag had. Failing to write the
+    /// record only costs the offline fallback, so it is not an error.
+    fn remember(
+        &self,
+        r: &Reference,
+        digest: &str,
+        labels: &BTreeMap<String, String>,
+        layers: &[&str],
+    ) {
+        let record = serde_json::json!({"digest": digest, "labels": labels, "layers": layers});
+        let written = self.record_path(digest).map(|path| {
+            std::fs::create_dir_all(path.parent()?).ok()?;
+            std::fs::write(&path, record.to_string()).ok()?;
+            let tag = self.tag_path(r);
+            std::fs::create_dir_all(tag.parent()?).ok()?;
+            std::fs::write(tag, digest).ok()
+        });
+        if written.flatten().is_none() {
+            tracing::debug!("could not record {digest} in the image cache");
+        }
+    }
+
+    /// A pulled image rebuilt from the cache, when its record and every layer are there.
+    fn cached(&self, digest: &str) -> Option<Pulled> {
+        let record: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(self.record_path(digest)?).ok()?).ok()?;
+        let labels = serde_json::from_value(record["labels"].clone()).ok()?;
+        let layers = record["layers"]
+            .as_array()?
+            .iter()
+            .map(|d| {
+                let d = d.as_str()?;
+                self.cache
+                    .has_blob(d)
+                    .then(|| self.cache.blob_path(d).ok())
+                    .flatten()
+            })
+            .collect::<Option<Vec<_>>>()?;
+        Some(Pulled {
+            digest: digest.to_owned(),
+            labels,
+            layers,
+        })
+    }
+
+    fn cached_tag(&self, r: &Reference) -> Option<Pulled> {
+        let digest = std::fs::read_to_string(self.tag_path(r)).ok()?;
+        self.cached(digest.trim())
     }
 
     async fn fetch_blob(

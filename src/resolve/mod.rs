@@ -3,8 +3,10 @@
 //! - [`version_constraint`]: the Masterminds grammar of v1 `version` (blang ranges and
 //!   versions live in [`crate::catalog::semver`], shared with catalog validation);
 //! - [`olm_constraint`], [`predicate`], [`cel_rule`]: requirements and what satisfies them;
-//! - [`solver`]: variables and constraints, the preference search and explanations.
+//! - [`solver`]: variables and constraints, the preference search and explanations;
+//! - [`classic`]: OLM classic resolution of a namespace's subscriptions.
 pub mod cel_rule;
+pub mod classic;
 pub mod olm_constraint;
 pub mod predicate;
 pub mod solver;

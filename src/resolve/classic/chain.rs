@@ -1,0 +1,125 @@
+//! Ordering the entries of one channel by their replacement chain (resolution spec §2.4).
+use std::collections::{HashMap, HashSet};
+
+use crate::catalog::types::ChannelEntry;
+
+/// The channel's chain, head first, as indices into `entries`. Skipped entries and entries
+/// off the chain are dropped; zero heads, several heads and cycles are errors.
+pub fn sort_channel(
+    package: &str,
+    channel: &str,
+    entries: &[&ChannelEntry],
+) -> Result<Vec<usize>, String> {
+    if entries.is_empty() {
+        return Ok(Vec::new());
+    }
+    let by_name: HashMap<&str, usize> = entries
+        .iter()
+        .enumerate()
+        .map(|(i, e)| (e.name.as_str(), i))
+        .collect();
+    let mut replaced = vec![false; entries.len()];
+    let mut skipped = vec![false; entries.len()];
+    for e in entries {
+        if let Some(&i) = by_name.get(e.replaces.as_str()) {
+            replaced[i] = true;
+        }
+        for s in &e.skips {
+            if let Some(&i) = by_name.get(s.as_str()) {
+                replaced[i] = true;
+                skipped[i] = true;
+            }
+        }
+    }
+    let heads: Vec<usize> = (0..entries.len()).filter(|&i| !replaced[i]).collect();
+    if heads.is_empty() {
+        return Err(format!(
+            "no channel heads (entries not replaced by another entry) found in channel {channel:?} of package {package:?}"
+        ));
+    }
+    let mut chains = Vec::with_capacity(heads.len());
+    for &head in &heads {
+        let mut chain = vec![head];
+        let mut seen = HashSet::from([head]);
+        let mut current = head;
+        while let Some(&next) = by_name.get(entries[current].replaces.as_str()) {
+            if !seen.insert(next) {
+                return Err(format!(
+                    "a cycle exists in the chain of replacement beginning with {:?} in channel {channel:?} of package {package:?}",
+                    entries[head].name
+                ));
+            }
+            chain.push(next);
+            current = next;
+        }
+        chains.push(chain);
+    }
+    if let [chain] = chains.as_slice() {
+        return Ok(chain.iter().copied().filter(|&i| !skipped[i]).collect());
+    }
+    let listed: Vec<String> = chains
+        .iter()
+        .map(|c| match c.as_slice() {
+            [only] => entries[*only].name.clone(),
+            [first, .., last] => format!("{}...{}", entries[*first].name, entries[*last].name),
+            [] => String::new(),
+        })
+        .collect();
+    Err(format!(
+        "a unique replacement chain within a channel is required to determine the relative order between channel entries, but {} replacement chains were found in channel {channel:?} of package {package:?}: {}",
+        chains.len(),
+        listed.join(", ")
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(name: &str, replaces: &str, skips: &[&str]) -> ChannelEntry {
+        ChannelEntry {
+            name: name.into(),
+            replaces: replaces.into(),
+            skips: skips.iter().map(|s| (*s).to_owned()).collect(),
+            skip_range: String::new(),
+        }
+    }
+
+    fn sorted(entries: &[ChannelEntry]) -> Result<Vec<&str>, String> {
+        let refs: Vec<&ChannelEntry> = entries.iter().collect();
+        sort_channel("package", "channel", &refs)
+            .map(|order| order.iter().map(|&i| entries[i].name.as_str()).collect())
+    }
+
+    #[test]
+    fn chains_drop_skipped_and_off_chain_entries() {
+        assert_eq!(sorted(&[entry("b", "", &[]), entry("a", "b", &[])]), Ok(vec!["a", "b"]));
+        assert_eq!(sorted(&[]), Ok(vec![]));
+        assert_eq!(sorted(&[entry("a", "b", &["b"]), entry("b", "", &[])]), Ok(vec!["a"]));
+        assert_eq!(
+            sorted(&[entry("a", "b", &["c"]), entry("b", "c", &[]), entry("c", "", &[])]),
+            Ok(vec!["a", "b"])
+        );
+        // `x` is reachable only through a skip, so it is dropped too.
+        assert_eq!(
+            sorted(&[entry("a", "virtual", &["x"]), entry("x", "", &[])]),
+            Ok(vec!["a"])
+        );
+    }
+
+    #[test]
+    fn ordering_errors() {
+        assert_eq!(
+            sorted(&[entry("a", "b", &[]), entry("b", "a", &[])]),
+            Err(r#"no channel heads (entries not replaced by another entry) found in channel "channel" of package "package""#.into())
+        );
+        assert_eq!(
+            sorted(&[entry("a", "b", &[]), entry("b", "c", &[]), entry("c", "b", &[])]),
+            Err(r#"a cycle exists in the chain of replacement beginning with "a" in channel "channel" of package "package""#.into())
+        );
+        assert_eq!(
+            sorted(&[entry("a", "", &[]), entry("b", "c", &[]), entry("c", "", &[])]),
+            Err(r#"a unique replacement chain within a channel is required to determine the relative order between channel entries, but 2 replacement chains were found in channel "channel" of package "package": a, b...c"#.into())
+        );
+    }
+}
