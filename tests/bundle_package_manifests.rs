@@ -51,7 +51,12 @@ fn comparable(dc: &DeclarativeConfig) -> (String, Vec<String>) {
             crds.sort();
             format!(
                 "{} {} image={:?} {:?} {:?} {:?}",
-                b.package, b.name, b.image, non_object_properties(b), b.related_images, crds
+                b.package,
+                b.name,
+                b.image,
+                non_object_properties(b),
+                b.related_images,
+                crds
             )
         })
         .collect();
@@ -61,7 +66,9 @@ fn comparable(dc: &DeclarativeConfig) -> (String, Vec<String>) {
 
 #[test]
 fn manifests_convert_as_upstream_opm_migrate_did() {
-    let Some(root) = shared_testdata("upstream") else { return };
+    let Some(root) = shared_testdata("upstream") else {
+        return;
+    };
     let ours = load(&root.join("manifests"), &Options::default()).unwrap_or_else(|e| panic!("{e}"));
     let mut theirs = DeclarativeConfig::default();
     for pkg in ["etcd", "prometheus", "strimzi-kafka-operator"] {
@@ -134,9 +141,15 @@ fn dataset_m_graph_matches_the_spec() {
 #[test]
 fn dataset_m_reference_bundle_matches_the_spec() {
     let Some(dc) = dataset_m() else { return };
-    let e = dc.bundles.iter().find(|b| b.name == "etcdoperator.v0.9.2").unwrap();
+    let e = dc
+        .bundles
+        .iter()
+        .find(|b| b.name == "etcdoperator.v0.9.2")
+        .unwrap();
     assert_eq!(e.image, "fake/etcd-operator:v0.9.2");
-    let gvk = |kind: &str| format!(r#"{{"group":"etcd.database.coreos.com","kind":"{kind}","version":"v1beta2"}}"#);
+    let gvk = |kind: &str| {
+        format!(r#"{{"group":"etcd.database.coreos.com","kind":"{kind}","version":"v1beta2"}}"#)
+    };
     assert_eq!(
         non_object_properties(e),
         [
@@ -154,17 +167,33 @@ fn dataset_m_reference_bundle_matches_the_spec() {
     let sizes: Vec<(usize, &str)> = objects
         .iter()
         .map(|o| {
-            let kind = if o.contains(r#""kind":"ClusterServiceVersion""#) { "csv" } else { "crd" };
+            let kind = if o.contains(r#""kind":"ClusterServiceVersion""#) {
+                "csv"
+            } else {
+                "crd"
+            };
             (o.len(), kind)
         })
         .collect();
-    assert_eq!(sizes, [(328, "crd"), (366, "crd"), (333, "crd"), (16069, "csv")]);
+    assert_eq!(
+        sizes,
+        [(328, "crd"), (366, "crd"), (333, "crd"), (16069, "csv")]
+    );
     let csv = &objects[3];
-    assert!(csv.starts_with(r#"{"apiVersion":"operators.coreos.com/v1alpha1","kind":"ClusterServiceVersion""#));
+    assert!(csv.starts_with(
+        r#"{"apiVersion":"operators.coreos.com/v1alpha1","kind":"ClusterServiceVersion""#
+    ));
     assert!(csv.contains(r#""olm.skipRange":"\u003c 0.6.0""#));
-    let sha: String = Sha256::digest(csv.as_bytes()).iter().map(|b| format!("{b:02x}")).collect();
+    let sha: String = Sha256::digest(csv.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
     assert_eq!(&sha[..16], "ce8380381d33ecf3");
-    let related: Vec<String> = e.related_images.iter().map(|r| format!("{}={}", r.name, r.image)).collect();
+    let related: Vec<String> = e
+        .related_images
+        .iter()
+        .map(|r| format!("{}={}", r.name, r.image))
+        .collect();
     assert_eq!(
         related,
         [
@@ -174,13 +203,20 @@ fn dataset_m_reference_bundle_matches_the_spec() {
             "etcd-3.4.1=quay.io/coreos/etcd@sha256:49d3d4a81e0d030d3f689e7167f23e120abf955f7d08dbedf3ea246485acee9f",
         ]
     );
-    let others: Vec<&str> = dc.bundles.iter().filter(|b| !b.image.is_empty()).map(|b| b.name.as_str()).collect();
+    let others: Vec<&str> = dc
+        .bundles
+        .iter()
+        .filter(|b| !b.image.is_empty())
+        .map(|b| b.name.as_str())
+        .collect();
     assert_eq!(others, ["etcdoperator.v0.9.2"]);
 }
 
 #[test]
 fn valid_packages_convert_and_validate() {
-    let Some(root) = shared_testdata("upstream/package-manifests/validPackages") else { return };
+    let Some(root) = shared_testdata("upstream/package-manifests/validPackages") else {
+        return;
+    };
     let dc = load(&root, &Options::default()).unwrap_or_else(|e| panic!("{e}"));
     let summary: Vec<String> = dc
         .channels
@@ -207,7 +243,9 @@ fn valid_packages_convert_and_validate() {
 
 #[test]
 fn a_csv_defined_twice_is_refused() {
-    let Some(root) = shared_testdata("upstream/package-manifests/invalidPackges") else { return };
+    let Some(root) = shared_testdata("upstream/package-manifests/invalidPackges") else {
+        return;
+    };
     let err = load(&root, &Options::default()).unwrap_err();
     assert_eq!(
         err,
@@ -225,24 +263,40 @@ fn yaml(rel: &str) -> Option<serde_json::Value> {
 
 #[test]
 fn package_manifest_files_are_recognised_by_content() {
-    let Some(valid) = yaml("valid-package-manifest.yaml") else { return };
+    let Some(valid) = yaml("valid-package-manifest.yaml") else {
+        return;
+    };
     assert_eq!(
         package_manifest(&valid),
         Some(Ok(PackageManifest {
             package_name: "foo".into(),
-            channels: vec![("alpha".into(), "foo".into()), ("beta".into(), "bar".into())],
+            channels: vec![
+                ("alpha".into(), "foo".into()),
+                ("beta".into(), "bar".into())
+            ],
             default_channel: "alpha".into(),
         }))
     );
     // Without a packageName a document is not a package manifest at all.
-    assert_eq!(package_manifest(&yaml("invalid-package-manifest.yaml").unwrap()), None);
-    assert_eq!(package_manifest(&yaml("valid-unstructured.yaml").unwrap()), None);
+    assert_eq!(
+        package_manifest(&yaml("invalid-package-manifest.yaml").unwrap()),
+        None
+    );
+    assert_eq!(
+        package_manifest(&yaml("valid-unstructured.yaml").unwrap()),
+        None
+    );
     let no_channels = serde_json::json!({"packageName": "foo", "channels": null});
-    assert_eq!(package_manifest(&no_channels), Some(Err("package \"foo\" has no channels".to_owned())));
+    assert_eq!(
+        package_manifest(&no_channels),
+        Some(Err("package \"foo\" has no channels".to_owned()))
+    );
     let bad_channel = serde_json::json!({"packageName": "foo", "channels": [{"name": "a"}]});
     assert_eq!(
         package_manifest(&bad_channel),
-        Some(Err("package \"foo\": channels[0] must set name and currentCSV".to_owned()))
+        Some(Err(
+            "package \"foo\": channels[0] must set name and currentCSV".to_owned()
+        ))
     );
 }
 
@@ -252,18 +306,35 @@ fn graph_errors_name_the_bundles() {
     let pkg = tmp.path().join("p");
     std::fs::create_dir_all(&pkg).unwrap();
     let csv = |name: &str, replaces: &str| {
-        format!("apiVersion: operators.coreos.com/v1alpha1\nkind: ClusterServiceVersion\nmetadata:\n  name: {name}\nspec:\n  version: 1.0.0\n  replaces: {replaces}\n")
+        format!(
+            "apiVersion: operators.coreos.com/v1alpha1\nkind: ClusterServiceVersion\nmetadata:\n  name: {name}\nspec:\n  version: 1.0.0\n  replaces: {replaces}\n"
+        )
     };
     let write = |file: &str, text: &str| std::fs::write(pkg.join(file), text).unwrap();
-    write("p.package.yaml", "packageName: p\nchannels:\n- name: a\n  currentCSV: p.v2\n- name: b\n  currentCSV: p.v2\n");
+    write(
+        "p.package.yaml",
+        "packageName: p\nchannels:\n- name: a\n  currentCSV: p.v2\n- name: b\n  currentCSV: p.v2\n",
+    );
     write("v2.yaml", &csv("p.v2", "p.v1"));
     write("v1.yaml", &csv("p.v1", "p.v0"));
     let err = load(tmp.path(), &Options::default()).unwrap_err();
-    assert!(err.ends_with("\n  no default channel specified for p"), "{err}");
-    write("p.package.yaml", "packageName: p\ndefaultChannel: a\nchannels:\n- name: a\n  currentCSV: p.v2\n");
+    assert!(
+        err.ends_with("\n  no default channel specified for p"),
+        "{err}"
+    );
+    write(
+        "p.package.yaml",
+        "packageName: p\ndefaultChannel: a\nchannels:\n- name: a\n  currentCSV: p.v2\n",
+    );
     let err = load(tmp.path(), &Options::default()).unwrap_err();
-    assert!(err.ends_with("\n  Invalid bundle p.v1, replaces nonexistent bundle p.v0"), "{err}");
+    assert!(
+        err.ends_with("\n  Invalid bundle p.v1, replaces nonexistent bundle p.v0"),
+        "{err}"
+    );
     write("v1.yaml", &csv("p.v1", "p.v2"));
     let err = load(tmp.path(), &Options::default()).unwrap_err();
-    assert!(err.ends_with("\n  Cycle detected, p.v1 replaces p.v2"), "{err}");
+    assert!(
+        err.ends_with("\n  Cycle detected, p.v1 replaces p.v2"),
+        "{err}"
+    );
 }

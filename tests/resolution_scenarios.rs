@@ -6,8 +6,16 @@
 //! group the resolver does not implement yet); any FAIL fails the test.
 use std::path::PathBuf;
 
+use std::collections::{BTreeSet, HashMap};
+
 use olm_registry::catalog::semver::{Range, Version};
-use olm_registry::catalog::types::Property;
+use olm_registry::catalog::types::{
+    Bundle, Channel, ChannelEntry, DeclarativeConfig, Package, Property,
+};
+use olm_registry::resolve::classic::{
+    self, CatalogSource, ClassicError, ClassicRequest, Gvk, InstalledCsv, Subscription,
+    UpgradeStrategy,
+};
 use olm_registry::resolve::solver::{self, Constraint, ConstraintKind, SolveError, Variable};
 use olm_registry::resolve::{CelRule, OlmConstraint, VersionConstraint};
 use serde_yaml::Value;
@@ -43,9 +51,13 @@ fn resolution_scenarios() {
         .flatten()
         .filter(|s| s.get("id").is_some());
     let (mut passed, mut failed, mut skipped) = (0, Vec::new(), 0);
+    // Earlier scenarios by id, for fixtures written as "as C14a but ...".
+    let mut seen: HashMap<String, Value> = HashMap::new();
     for scenario in scenarios {
         let id = text_of(&scenario["id"]);
-        match run(&id, &scenario) {
+        let verdict = run(&id, &scenario, &seen);
+        seen.insert(id.clone(), scenario);
+        match verdict {
             Verdict::Pass => {
                 passed += 1;
                 println!("PASS {id}");
@@ -92,7 +104,7 @@ fn yaml_blocks(markdown: &str) -> Vec<Value> {
     blocks
 }
 
-fn run(id: &str, s: &Value) -> Verdict {
+fn run(id: &str, s: &Value, seen: &HashMap<String, Value>) -> Verdict {
     let group = id.trim_start_matches(|c: char| c.is_ascii_uppercase());
     let letter = &id[..id.len() - group.len()];
     let result = match letter {
@@ -100,6 +112,7 @@ fn run(id: &str, s: &Value) -> Verdict {
         "E" => run_cel(s),
         "P" => run_constraint(s),
         "S" => run_solver(s),
+        "C" => run_classic(s, seen),
         other => return Verdict::Skip(format!("group {other} is not implemented yet")),
     };
     match result {
@@ -403,4 +416,438 @@ fn unsat_matches(got: Option<SolveError>, unsat: &Value) -> Check {
         };
     }
     Err("no unsat expectation".to_owned())
+}
+
+// ---- C: classic resolution ----------------------------------------------------------------
+
+const DEFAULT_NAMESPACE: &str = "catsrc-namespace";
+
+fn run_classic(s: &Value, seen: &HashMap<String, Value>) -> Check {
+    if s.get("catalogs").is_none() {
+        // C54: the chain-sorting table.
+        for case in s["cases"].as_sequence().into_iter().flatten() {
+            chain_case(case)?;
+        }
+        return Ok(());
+    }
+    let catalogs = classic_catalogs(s, seen)?;
+    let apis = api_names(s);
+    let runs: Vec<(&Value, &Value)> = match field(s, "rounds").or_else(|| field(s, "cases")) {
+        Some(list) => list
+            .as_sequence()
+            .into_iter()
+            .flatten()
+            .map(|r| (&r["installed"], &r["expect"]))
+            .collect(),
+        None => vec![(&s["installed"], &s["expect"])],
+    };
+    for (i, (installed, expect)) in runs.into_iter().enumerate() {
+        let request = classic_request(installed, &catalogs, &apis)?;
+        let got = classic::resolve(&request.borrow());
+        classic_expectation(got, expect).map_err(|e| format!("run {}: {e}", i + 1))?;
+    }
+    Ok(())
+}
+
+fn chain_case(case: &Value) -> Check {
+    let entries: Vec<ChannelEntry> = case["in"]
+        .as_sequence()
+        .into_iter()
+        .flatten()
+        .map(channel_entry)
+        .collect();
+    let refs: Vec<&ChannelEntry> = entries.iter().collect();
+    let got = classic::chain::sort_channel("package", "channel", &refs).map(|order| {
+        order
+            .iter()
+            .map(|&i| entries[i].name.clone())
+            .collect::<Vec<_>>()
+    });
+    match field(case, "error") {
+        Some(err) => expect_eq("chain", got, Err(text_of(err))),
+        None => expect_eq("chain", got, Ok(list(&case["out"]))),
+    }
+}
+
+/// The catalogs of a scenario: written out, derived from an earlier scenario
+/// ("as C14a but <catalog> also has priority <n>"), or described in prose that the
+/// scenario's expectation does not depend on (C52 fails before catalogs are read).
+fn classic_catalogs(s: &Value, seen: &HashMap<String, Value>) -> Result<Value, String> {
+    let catalogs = &s["catalogs"];
+    let Value::String(prose) = catalogs else {
+        return Ok(catalogs.clone());
+    };
+    let Some(rest) = prose.strip_prefix("as ") else {
+        return Ok(Value::Mapping(Default::default()));
+    };
+    let (base, change) = rest
+        .split_once(" but ")
+        .ok_or(format!("unreadable {prose:?}"))?;
+    let mut derived = seen
+        .get(base)
+        .map(|b| b["catalogs"].clone())
+        .ok_or(format!("unknown base scenario {base}"))?;
+    let (catalog, priority) = change
+        .split_once(" also has priority ")
+        .ok_or(format!("unreadable {prose:?}"))?;
+    let priority: i64 = priority
+        .trim()
+        .parse()
+        .map_err(|_| format!("unreadable {prose:?}"))?;
+    derived[catalog]["priority"] = Value::from(priority);
+    Ok(derived)
+}
+
+fn api_names(s: &Value) -> HashMap<String, Gvk> {
+    let mut apis: HashMap<String, Gvk> = (1..=4)
+        .map(|i| {
+            let suffix = if i == 1 { String::new() } else { i.to_string() };
+            (
+                format!("API{i}"),
+                Gvk {
+                    group: format!("g{suffix}"),
+                    version: format!("v{suffix}"),
+                    kind: format!("k{suffix}"),
+                },
+            )
+        })
+        .collect();
+    for (name, gvk) in s["apis"].as_mapping().into_iter().flatten() {
+        apis.insert(
+            text_of(name),
+            Gvk {
+                group: text_of(&gvk["group"]),
+                version: text_of(&gvk["version"]),
+                kind: text_of(&gvk["kind"]),
+            },
+        );
+    }
+    apis
+}
+
+fn gvk(apis: &HashMap<String, Gvk>, name: &str) -> Result<Gvk, String> {
+    if let Some(g) = apis.get(name) {
+        return Ok(g.clone());
+    }
+    match name.split('/').collect::<Vec<_>>().as_slice() {
+        [group, version, kind] => Ok(Gvk {
+            group: (*group).to_owned(),
+            version: (*version).to_owned(),
+            kind: (*kind).to_owned(),
+        }),
+        _ => Err(format!("unknown API {name}")),
+    }
+}
+
+fn property(kind: &str, value: serde_json::Value) -> Property {
+    Property {
+        kind: kind.to_owned(),
+        value: value.to_string(),
+    }
+}
+
+fn gvk_json(g: &Gvk) -> serde_json::Value {
+    serde_json::json!({"group": g.group, "kind": g.kind, "version": g.version})
+}
+
+fn channel_entry(e: &Value) -> ChannelEntry {
+    ChannelEntry {
+        name: text_of(&e["n"]),
+        replaces: text_of(&e["r"]),
+        skips: list(&e["s"]),
+        skip_range: text_of(&e["sr"]),
+    }
+}
+
+/// The properties an entry of the notation carries, in a fixed order.
+fn entry_properties(
+    e: &Value,
+    package: &str,
+    apis: &HashMap<String, Gvk>,
+) -> Result<Vec<Property>, String> {
+    let version = field(e, "v")
+        .map(text_of)
+        .unwrap_or_else(|| "0.0.0".to_owned());
+    let mut props = vec![property(
+        "olm.package",
+        serde_json::json!({"packageName": package, "version": version}),
+    )];
+    for api in list(&e["prov"]) {
+        props.push(property("olm.gvk", gvk_json(&gvk(apis, &api)?)));
+    }
+    for api in list(&e["req"]) {
+        props.push(property("olm.gvk.required", gvk_json(&gvk(apis, &api)?)));
+    }
+    props.extend(package_requirements(e));
+    if let Some(label) = field(e, "label") {
+        props.push(property(
+            "olm.label",
+            serde_json::json!({"label": text_of(label)}),
+        ));
+    }
+    if let Some(label) = field(e, "labelreq") {
+        props.push(property(
+            "olm.label.required",
+            serde_json::json!({"label": text_of(label)}),
+        ));
+    }
+    if let Some(raw) = field(e, "constraint") {
+        props.push(Property {
+            kind: "olm.constraint".to_owned(),
+            value: text_of(raw),
+        });
+    }
+    if field(e, "deprecated").and_then(Value::as_bool) == Some(true) {
+        props.push(property("olm.deprecated", serde_json::json!({})));
+    }
+    Ok(props)
+}
+
+fn package_requirements(e: &Value) -> Vec<Property> {
+    e["pkgreq"]
+        .as_sequence()
+        .into_iter()
+        .flatten()
+        .map(|r| {
+            property(
+                "olm.package.required",
+                serde_json::json!({"packageName": text_of(&r["p"]), "versionRange": text_of(&r["r"])}),
+            )
+        })
+        .collect()
+}
+
+/// One FBC per catalog key of the notation.
+fn declarative_configs(
+    catalogs: &Value,
+    apis: &HashMap<String, Gvk>,
+) -> Result<Vec<(String, String, i32, DeclarativeConfig)>, String> {
+    let mut out = Vec::new();
+    for (key, catalog) in catalogs.as_mapping().into_iter().flatten() {
+        let key = text_of(key);
+        let (name, namespace) = key
+            .split_once('/')
+            .ok_or(format!("bad catalog key {key}"))?;
+        let mut dc = DeclarativeConfig::default();
+        for (pkg, body) in catalog["packages"].as_mapping().into_iter().flatten() {
+            let pkg = text_of(pkg);
+            dc.packages.push(Package {
+                name: pkg.clone(),
+                default_channel: text_of(&body["default"]),
+                ..Default::default()
+            });
+            let mut bundles = BTreeSet::new();
+            for (channel, entries) in body["channels"].as_mapping().into_iter().flatten() {
+                let entries = entries.as_sequence().cloned().unwrap_or_default();
+                for e in &entries {
+                    let bundle = text_of(&e["n"]);
+                    if bundles.insert(bundle.clone()) {
+                        dc.bundles.push(Bundle {
+                            name: bundle,
+                            package: pkg.clone(),
+                            properties: entry_properties(e, &pkg, apis)?,
+                            ..Default::default()
+                        });
+                    }
+                }
+                dc.channels.push(Channel {
+                    name: text_of(channel),
+                    package: pkg.clone(),
+                    entries: entries.iter().map(channel_entry).collect(),
+                    ..Default::default()
+                });
+            }
+        }
+        let priority = field(catalog, "priority")
+            .and_then(Value::as_i64)
+            .unwrap_or(0) as i32;
+        out.push((name.to_owned(), namespace.to_owned(), priority, dc));
+    }
+    Ok(out)
+}
+
+fn classic_request(
+    installed: &Value,
+    catalogs: &Value,
+    apis: &HashMap<String, Gvk>,
+) -> Result<OwnedRequest, String> {
+    let namespace = field(installed, "namespace")
+        .map(text_of)
+        .unwrap_or_else(|| DEFAULT_NAMESPACE.to_owned());
+    let visible = field(installed, "visible").map(list);
+    let catalogs = declarative_configs(catalogs, apis)?
+        .into_iter()
+        .filter(|(_, ns, _, _)| visible.as_ref().is_none_or(|v| v.contains(ns)))
+        .collect();
+    let mut csvs = Vec::new();
+    for c in installed["csvs"].as_sequence().into_iter().flatten() {
+        let provided = list(&c["prov"])
+            .iter()
+            .map(|a| gvk(apis, a))
+            .collect::<Result<Vec<_>, _>>()?;
+        let required = list(&c["req"])
+            .iter()
+            .map(|a| gvk(apis, a))
+            .collect::<Result<Vec<_>, _>>()?;
+        // pkg/pkgversion/pkgreq only exist in a properties annotation.
+        let annotation = (field(c, "pkg").is_some() || field(c, "pkgreq").is_some()).then(|| {
+            let mut props: Vec<Property> = provided
+                .iter()
+                .map(|g| property("olm.gvk", gvk_json(g)))
+                .chain(required.iter().map(|g| property("olm.gvk.required", gvk_json(g))))
+                .collect();
+            props.extend(package_requirements(c));
+            if let Some(pkg) = field(c, "pkg") {
+                props.push(property(
+                    "olm.package",
+                    serde_json::json!({"packageName": text_of(pkg), "version": text_of(&c["pkgversion"])}),
+                ));
+            }
+            props
+        });
+        csvs.push(InstalledCsv {
+            name: text_of(&c["n"]),
+            version: text_of(&c["v"]),
+            replaces: text_of(&c["r"]),
+            phase: field(c, "phase")
+                .map(text_of)
+                .unwrap_or_else(|| "Succeeded".to_owned()),
+            properties: annotation,
+            provided_apis: provided,
+            required_apis: required,
+        });
+    }
+    let mut subscriptions = Vec::new();
+    for sub in installed["subs"].as_sequence().into_iter().flatten() {
+        let src = text_of(&sub["src"]);
+        let (source, source_namespace) = src.split_once('/').unwrap_or((&src, ""));
+        subscriptions.push(Subscription {
+            name: text_of(&sub["name"]),
+            package: text_of(&sub["pkg"]),
+            channel: text_of(&sub["ch"]),
+            source: source.to_owned(),
+            source_namespace: source_namespace.to_owned(),
+            starting_csv: text_of(&sub["startingCSV"]),
+            installed_csv: text_of(&sub["installed"]),
+        });
+    }
+    let upgrade_strategy = match text_of(&installed["og"]["upgradeStrategy"]).as_str() {
+        "UnsafeFailForward" => UpgradeStrategy::UnsafeFailForward,
+        _ => UpgradeStrategy::Default,
+    };
+    Ok(OwnedRequest {
+        namespace,
+        catalogs,
+        csvs,
+        subscriptions,
+        upgrade_strategy,
+    })
+}
+
+/// A request whose catalogs are owned, since `ClassicRequest` borrows their content.
+struct OwnedRequest {
+    namespace: String,
+    catalogs: Vec<(String, String, i32, DeclarativeConfig)>,
+    csvs: Vec<InstalledCsv>,
+    subscriptions: Vec<Subscription>,
+    upgrade_strategy: UpgradeStrategy,
+}
+
+impl OwnedRequest {
+    fn borrow(&self) -> ClassicRequest<'_> {
+        ClassicRequest {
+            namespace: self.namespace.clone(),
+            catalogs: self
+                .catalogs
+                .iter()
+                .map(|(name, namespace, priority, dc)| CatalogSource {
+                    name: name.clone(),
+                    namespace: namespace.clone(),
+                    priority: *priority,
+                    content: dc,
+                })
+                .collect(),
+            installed: self.csvs.clone(),
+            subscriptions: self.subscriptions.clone(),
+            upgrade_strategy: self.upgrade_strategy,
+        }
+    }
+}
+
+fn classic_expectation(
+    got: Result<Vec<classic::ResolvedOperator>, ClassicError>,
+    expect: &Value,
+) -> Check {
+    if let Some(unsat) = field(expect, "unsat") {
+        let text = match &got {
+            Err(ClassicError::Unsatisfiable(e)) => e.to_string(),
+            other => return Err(format!("expected unsatisfiable, got {other:?}")),
+        };
+        if let Some(exact) = field(unsat, "exact").or_else(|| field(unsat, "exact_derived")) {
+            let Err(ClassicError::Unsatisfiable(SolveError::Unsatisfiable { messages })) = &got
+            else {
+                unreachable!("checked above");
+            };
+            let mut want = list(exact);
+            want.sort();
+            expect_eq("core", messages, &want)?;
+        }
+        for m in field(unsat, "contains").map(list).unwrap_or_default() {
+            if !text.contains(&m) {
+                return Err(format!("{text:?} lacks {m:?}"));
+            }
+        }
+        if let Some(one_of) = field(unsat, "one_of")
+            && !list(one_of).iter().any(|m| text.contains(m.as_str()))
+        {
+            return Err(format!("{text:?} has none of {one_of:?}"));
+        }
+        return match field(expect, "error") {
+            Some(error) => expect_eq("error", text, text_of(error)),
+            None => Ok(()),
+        };
+    }
+    if let Some(error) = field(expect, "error") {
+        return expect_eq(
+            "error",
+            got.map_err(|e| e.to_string()).err(),
+            Some(text_of(error)),
+        );
+    }
+    if let Some(wanted) = field(expect, "error_contains") {
+        let text = got
+            .map(|r| format!("resolved {r:?}"))
+            .map_err(|e| e.to_string());
+        let text = text.err().ok_or("expected an error")?;
+        let parts = match wanted {
+            Value::Sequence(_) => list(wanted),
+            other => vec![text_of(other)],
+        };
+        return match parts.iter().all(|p| text.contains(p.as_str())) {
+            true => Ok(()),
+            false => Err(format!("{text:?} lacks one of {parts:?}")),
+        };
+    }
+    let got = got.map_err(|e| e.to_string())?;
+    let mut got_ids: Vec<String> = got.iter().map(|op| op.id()).collect();
+    let mut want_ids = Vec::new();
+    for line in list(&expect["result"]) {
+        let mut words = line.split(' ');
+        let id = words.next().unwrap_or_default().to_owned();
+        let op = got.iter().find(|op| op.id() == id);
+        for annotation in words {
+            let (key, value) = annotation.split_once('=').ok_or(format!("bad {line}"))?;
+            let actual = match (key, op) {
+                ("replaces", Some(op)) => op.replaces.clone(),
+                ("startingCSV", Some(op)) => op.starting_csv.clone().unwrap_or_default(),
+                (_, None) => continue,
+                _ => return Err(format!("unknown annotation {key}")),
+            };
+            expect_eq(&format!("{key} of {id}"), actual.as_str(), value)?;
+        }
+        want_ids.push(id);
+    }
+    got_ids.sort();
+    want_ids.sort();
+    expect_eq("result", got_ids, want_ids)
 }

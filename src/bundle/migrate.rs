@@ -18,6 +18,15 @@ pub enum MigrationLevel {
 impl MigrationLevel {
     /// What `--migrate` asks for: every migration.
     pub const LATEST: MigrationLevel = MigrationLevel::BundleObjectToCsvMetadata;
+
+    /// The level asked for by `--migrate-level` or `--migrate` (clap keeps them exclusive).
+    pub fn from_flags(level: Option<&str>, all: bool) -> Result<MigrationLevel, String> {
+        match (level, all) {
+            (Some(level), _) => level.parse(),
+            (None, true) => Ok(MigrationLevel::LATEST),
+            (None, false) => Ok(MigrationLevel::None),
+        }
+    }
 }
 
 impl FromStr for MigrationLevel {

@@ -18,5 +18,6 @@ pub mod metadata;
 pub mod migrate;
 pub mod package_manifests;
 pub mod render;
+pub mod source;
 pub mod sqlite;
 pub mod template;

@@ -3,14 +3,15 @@
 //! its channel heads; every CSV below it is a bundle made of the CSV and the other objects of
 //! its directory; channels follow `spec.replaces` down from each head.
 use super::csv;
-use super::manifests::{CRD_KIND, Manifest, crd_gvks, object_property, read_documents};
+use super::manifests::{
+    CRD_KIND, Manifest, crd_gvks, object_property, read_documents, regular_files,
+};
 use super::render::{
     finish_properties, gvk_property, gvk_required_property, keep_last_package, package_property,
     related_images, required_gvks,
 };
-use crate::catalog::{
-    Bundle, Channel, ChannelEntry, DeclarativeConfig, Origin, Package, Property,
-};
+use crate::catalog::decode::yaml_to_json;
+use crate::catalog::{Bundle, Channel, ChannelEntry, DeclarativeConfig, Origin, Package, Property};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -53,6 +54,10 @@ pub fn package_manifest(doc: &Value) -> Option<Result<PackageManifest, String>> 
     }))
 }
 
+/// Package manifests are a few lines; larger files are not read when sniffing a tree, so
+/// that telling a big FBC directory apart costs next to nothing.
+const MAX_PACKAGE_MANIFEST_BYTES: u64 = 64 * 1024;
+
 /// Whether `root` looks like a package-manifest tree: a package manifest directly in it or
 /// in one of its sub-directories.
 pub fn is_package_manifest_tree(root: &Path) -> bool {
@@ -65,10 +70,18 @@ pub fn is_package_manifest_tree(root: &Path) -> bool {
                 .filter(|p| p.is_dir() && !is_hidden(p)),
         );
     }
-    dirs.iter().any(|d| {
-        read_documents(d).is_ok_and(|docs| {
-            docs.iter()
-                .any(|m| m.kind().is_empty() && package_manifest(&m.object).is_some())
+    dirs.iter().any(|dir| {
+        regular_files(dir).is_ok_and(|files| {
+            files.iter().any(|file| {
+                let path = dir.join(file);
+                let small =
+                    std::fs::metadata(&path).is_ok_and(|m| m.len() <= MAX_PACKAGE_MANIFEST_BYTES);
+                small
+                    && std::fs::read(&path)
+                        .ok()
+                        .and_then(|data| yaml_to_json(&data).ok())
+                        .is_some_and(|doc| package_manifest(&doc).is_some())
+            })
         })
     })
 }

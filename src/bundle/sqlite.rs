@@ -6,8 +6,8 @@ use super::csv::{self, Gvk};
 use super::manifests::object_property;
 use super::metadata::Item;
 use super::render::{
-    dependency_property, finish_properties, gvk_property, gvk_required_property,
-    package_property, related_images,
+    dependency_property, finish_properties, gvk_property, gvk_required_property, package_property,
+    related_images,
 };
 use crate::catalog::{
     Bundle, Channel, ChannelEntry, DeclarativeConfig, Origin, Package, Property, RelatedImage,
@@ -176,7 +176,11 @@ fn convert(db: &Connection, schema: &Schema, path: &Path) -> rusqlite::Result<De
     Ok(dc)
 }
 
-fn strings<P: rusqlite::Params>(db: &Connection, sql: &str, p: P) -> rusqlite::Result<BTreeSet<String>> {
+fn strings<P: rusqlite::Params>(
+    db: &Connection,
+    sql: &str,
+    p: P,
+) -> rusqlite::Result<BTreeSet<String>> {
     db.prepare(sql)?
         .query_map(p, |r| r.get::<_, String>(0))?
         .collect()
@@ -264,11 +268,19 @@ fn bundle(
         props.push(package_property(pkg, &row.version, ""));
     }
     if schema.dependencies {
-        props.extend(items(db, "dependencies", name)?.iter().map(dependency_property));
+        props.extend(
+            items(db, "dependencies", name)?
+                .iter()
+                .map(dependency_property),
+        );
     }
     if !schema.properties && schema.api_tables {
         props.extend(apis(db, "api_provider", name)?.iter().map(gvk_property));
-        props.extend(apis(db, "api_requirer", name)?.iter().map(gvk_required_property));
+        props.extend(
+            apis(db, "api_requirer", name)?
+                .iter()
+                .map(gvk_required_property),
+        );
     }
     let mut manifests = row.manifests;
     if manifests.is_empty()

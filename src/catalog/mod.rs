@@ -6,6 +6,7 @@
 //! - [`property`] reads typed property values; [`model`] assembles and validates the graph;
 //!   [`csv`] synthesises a CSV from `olm.csv.metadata`; [`semver`] is blang's grammar.
 //! - [`write`] prints a catalog as upstream's `render` does.
+pub mod add;
 pub mod csv;
 pub mod decode;
 mod fields;

@@ -2,6 +2,7 @@
 //! opm has the same command, its flags and defaults are accepted (opm-cli.md).
 mod build;
 mod images;
+mod migrate;
 mod probe;
 mod render;
 mod serve;
@@ -38,6 +39,7 @@ enum Command {
     Serve(serve::ServeArgs),
     Validate(validate::ValidateArgs),
     Render(render::RenderArgs),
+    Migrate(migrate::MigrateArgs),
     Build(build::BuildArgs),
     /// Check a server's health like grpc_health_probe (also runs when invoked as `grpc_health_probe`).
     HealthProbe {
@@ -75,6 +77,7 @@ pub fn main() -> i32 {
         Command::Build(args) => build::run(args, cli.use_http, cli.skip_tls_verify),
         Command::Validate(args) => validate::run(args),
         Command::Render(args) => render::run(args),
+        Command::Migrate(args) => migrate::run(args),
         Command::HealthProbe { args } => probe::run(&args),
         Command::Version => {
             println!("olm-registry {}", env!("CARGO_PKG_VERSION"));

@@ -1,22 +1,20 @@
 use super::Format;
-use crate::bundle::dir::{BundleDir, is_bundle_dir};
 use crate::bundle::migrate::{MigrationLevel, migrate};
+use crate::bundle::source::Source;
 use crate::bundle::template::ImageTemplate;
-use crate::bundle::{csv, render as bundle_render};
-use crate::catalog::decode::describe_load_errors;
 use crate::catalog::{self, DeclarativeConfig};
 use clap::Args;
 use std::io::Write;
-use std::path::Path;
 
 /// Render catalogs and bundles as one file-based catalog on stdout.
 ///
-/// Each reference is an FBC directory (its documents are parsed, not validated) or a
+/// Each reference is an FBC directory (its documents are parsed, not validated), a
 /// registry+v1 bundle directory (one with manifests/ and metadata/, rendered to an
-/// olm.bundle). The result is written normalised: sorted per package, canonical JSON.
+/// olm.bundle) or a legacy SQLite index database. The result is written normalised: sorted
+/// per package, canonical JSON.
 #[derive(Args)]
 pub struct RenderArgs {
-    /// FBC or bundle directories to render (images: not supported yet).
+    /// FBC directories, bundle directories or index.db files to render (images: not supported yet).
     #[arg(required = true)]
     refs: Vec<String>,
     #[arg(short, long, value_enum, default_value = "json")]
@@ -44,11 +42,7 @@ pub fn run(args: RenderArgs) -> i32 {
 }
 
 fn render(args: &RenderArgs) -> Result<(), String> {
-    let level = match (&args.migrate_level, args.migrate) {
-        (Some(level), _) => level.parse()?,
-        (None, true) => MigrationLevel::LATEST,
-        (None, false) => MigrationLevel::None,
-    };
+    let level = MigrationLevel::from_flags(args.migrate_level.as_deref(), args.migrate)?;
     let template: Option<ImageTemplate> = args
         .alpha_image_ref_template
         .as_deref()
@@ -56,25 +50,13 @@ fn render(args: &RenderArgs) -> Result<(), String> {
         .transpose()?;
     let mut dc = DeclarativeConfig::default();
     for r in &args.refs {
-        let path = Path::new(r);
-        if !path.exists() {
+        let source = Source::detect(r)?;
+        if let Source::PackageManifests(_) = source {
             return Err(format!(
-                "ref {r:?}: rendering container images is not supported yet"
+                "ref {r:?} is a legacy package-manifest tree: convert it with `migrate {r} <output-dir>`"
             ));
         }
-        if !path.is_dir() {
-            return Err(format!("ref {r:?} is not a directory: not allowed"));
-        }
-        if is_bundle_dir(path) {
-            let b = BundleDir::read(path).map_err(|e| e.to_string())?;
-            let image = template.as_ref().map_or_else(String::new, |t| {
-                t.expand(b.package(), b.name(), &csv::version(b.csv()))
-            });
-            dc.bundles.push(bundle_render::render(&b, &image));
-            continue;
-        }
-        let loaded =
-            catalog::walk::load_dir(path).map_err(|errors| describe_load_errors(&errors))?;
+        let loaded = source.load(template.as_ref())?;
         dc.packages.extend(loaded.packages);
         dc.channels.extend(loaded.channels);
         dc.bundles.extend(loaded.bundles);

@@ -46,7 +46,7 @@ pub struct Built {
 
 impl<'u> Builder<'u> {
     pub fn build(u: &'u Universe, req: &'u ClassicRequest<'_>) -> Result<Built, ClassicError> {
-        let mut b = Builder {
+        let b = Builder {
             u,
             namespace: &req.namespace,
             vars: HashMap::new(),
@@ -334,9 +334,10 @@ impl<'u> Builder<'u> {
             for &p in &providers {
                 self.var(p);
             }
-            self.var(e)
-                .dependencies
-                .push(Constraint::with_message(ConstraintKind::Dependency(ids), message));
+            self.var(e).dependencies.push(Constraint::with_message(
+                ConstraintKind::Dependency(ids),
+                message,
+            ));
         }
         Ok(())
     }
@@ -384,7 +385,12 @@ impl<'u> Builder<'u> {
                 };
                 let field = |k: &str| value.get(k).and_then(|v| v.as_str()).unwrap_or_default();
                 if p.kind == GVK {
-                    let id = format!("{} ({}/{})", field("kind"), field("group"), field("version"));
+                    let id = format!(
+                        "{} ({}/{})",
+                        field("kind"),
+                        field("group"),
+                        field("version")
+                    );
                     gvks.entry(id.clone())
                         .or_insert_with(|| (id, Vec::new()))
                         .1

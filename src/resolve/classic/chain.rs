@@ -93,11 +93,21 @@ mod tests {
 
     #[test]
     fn chains_drop_skipped_and_off_chain_entries() {
-        assert_eq!(sorted(&[entry("b", "", &[]), entry("a", "b", &[])]), Ok(vec!["a", "b"]));
-        assert_eq!(sorted(&[]), Ok(vec![]));
-        assert_eq!(sorted(&[entry("a", "b", &["b"]), entry("b", "", &[])]), Ok(vec!["a"]));
         assert_eq!(
-            sorted(&[entry("a", "b", &["c"]), entry("b", "c", &[]), entry("c", "", &[])]),
+            sorted(&[entry("b", "", &[]), entry("a", "b", &[])]),
+            Ok(vec!["a", "b"])
+        );
+        assert_eq!(sorted(&[]), Ok(vec![]));
+        assert_eq!(
+            sorted(&[entry("a", "b", &["b"]), entry("b", "", &[])]),
+            Ok(vec!["a"])
+        );
+        assert_eq!(
+            sorted(&[
+                entry("a", "b", &["c"]),
+                entry("b", "c", &[]),
+                entry("c", "", &[])
+            ]),
             Ok(vec!["a", "b"])
         );
         // `x` is reachable only through a skip, so it is dropped too.

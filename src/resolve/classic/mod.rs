@@ -9,8 +9,8 @@ mod requirements;
 mod universe;
 
 pub use request::{
-    CatalogSource, ClassicError, ClassicRequest, Gvk, InstalledCsv, ResolvedOperator,
-    Subscription, UpgradeStrategy,
+    CatalogSource, ClassicError, ClassicRequest, Gvk, InstalledCsv, ResolvedOperator, Subscription,
+    UpgradeStrategy,
 };
 
 use crate::resolve::solver::{self, SolveError};

@@ -239,12 +239,14 @@ impl Universe {
             .map(|p| (p.name.as_str(), p.default_channel.as_str()))
             .collect();
         for channel in &dc.channels {
-            let default_channel = defaults.get(channel.package.as_str()) == Some(&channel.name.as_str());
+            let default_channel =
+                defaults.get(channel.package.as_str()) == Some(&channel.name.as_str());
             let mut members = Vec::with_capacity(channel.entries.len());
             for ce in &channel.entries {
                 // A channel entry without its bundle cannot be installed; the catalog's
                 // validation reports it, resolution just cannot offer it.
-                let Some(bundle) = bundles.get(&(channel.package.as_str(), ce.name.as_str())) else {
+                let Some(bundle) = bundles.get(&(channel.package.as_str(), ce.name.as_str()))
+                else {
                     continue;
                 };
                 members.push(self.entries.len());
@@ -340,11 +342,18 @@ fn dedup_requirements(properties: Vec<Property>) -> Vec<Property> {
 }
 
 /// The installed CSVs that take part, after fail-forward pruning (§2.13).
-fn installed_after_pruning<'r>(req: &'r ClassicRequest<'_>) -> Result<Vec<&'r InstalledCsv>, String> {
+fn installed_after_pruning<'r>(
+    req: &'r ClassicRequest<'_>,
+) -> Result<Vec<&'r InstalledCsv>, String> {
     if req.upgrade_strategy != UpgradeStrategy::UnsafeFailForward {
         return Ok(req.installed.iter().collect());
     }
-    let wrap = |e: String| format!("error using catalogsource {}/{EXISTING}: {e}", req.namespace);
+    let wrap = |e: String| {
+        format!(
+            "error using catalogsource {}/{EXISTING}: {e}",
+            req.namespace
+        )
+    };
     let replaced_by: HashMap<&str, &InstalledCsv> = req
         .installed
         .iter()
