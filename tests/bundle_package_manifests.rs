@@ -338,3 +338,48 @@ fn graph_errors_name_the_bundles() {
         "{err}"
     );
 }
+
+#[test]
+fn e2e_tree_with_an_overwrite_copy_is_refused() {
+    // Upstream's e2e tree keeps a second copy of v1.0.1 for its overwrite test.
+    let Some(root) = shared_testdata("upstream/e2e/aqua") else {
+        return;
+    };
+    assert_eq!(
+        load(&root, &Options::default()).unwrap_err(),
+        format!(
+            "invalid package manifests in {}:\n  package \"aqua\": CSV \"aqua-operator.v1.0.1\" is defined twice, in 1.0.1/aqua-operator.v1.0.1.clusterserviceversion.yaml and 1.0.1-overwrite/aqua-operator.v1.0.1.clusterserviceversion.yaml",
+            root.display()
+        )
+    );
+}
+
+#[test]
+fn symlinked_directories_are_not_followed() {
+    let Some(src) = shared_testdata("upstream/package-manifests/validPackages/etcd") else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let pkg = tmp.path().join("etcd");
+    for dir in ["", "0.6.1", "0.9.0", "0.9.2"] {
+        std::fs::create_dir_all(pkg.join(dir)).unwrap();
+        for e in std::fs::read_dir(src.join(dir)).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_file() {
+                std::fs::copy(&p, pkg.join(dir).join(p.file_name().unwrap())).unwrap();
+            }
+        }
+    }
+    // A link back to the root: following it would never end.
+    std::os::unix::fs::symlink(tmp.path(), pkg.join("0.9.2/loop")).unwrap();
+    let dc = load(tmp.path(), &Options::default()).unwrap_or_else(|e| panic!("{e}"));
+    let names: Vec<&str> = dc.bundles.iter().map(|b| b.name.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "etcdoperator.v0.6.1",
+            "etcdoperator.v0.9.0",
+            "etcdoperator.v0.9.2"
+        ]
+    );
+}

@@ -2,7 +2,6 @@
 //! real bundles in ../shared/testdata.
 mod common;
 
-use base64::Engine;
 use common::{run, shared_testdata};
 use olm_registry::bundle::dir::{BundleDir, is_bundle_dir};
 use olm_registry::bundle::render::render;
@@ -209,6 +208,9 @@ fn every_upstream_bundle_renders() {
         "render-bundles",
         "bundle-validation/valid_bundle",
         "bundle-validation/valid_bundle_2",
+        "e2e/bundles",
+        "package-manifests/overwrite",
+        "package-manifests/v1crd_bundle",
     ]
     .iter()
     .flat_map(|d| summaries(&root.join(d)))
@@ -251,6 +253,13 @@ const UPSTREAM_SUMMARIES: &[&str] = &[
     "render-bundles/foo-bundle-v0.3.1 foo.v0.3.1 foo {\"packageName\":\"foo\",\"version\":\"0.3.1\"} [olm.bundle.object=2 olm.gvk=2 olm.gvk.required=1 olm.package=1 olm.package.required=1] related=1",
     "valid_bundle etcdoperator.v0.9.4 etcd {\"packageName\":\"etcd\",\"version\":\"0.9.4\"} [olm.bundle.object=9 olm.gvk=3 olm.package=1] related=1",
     "valid_bundle_2 lib-bucket-provisioner.v1.0.0 lib-bucket-provisioner {\"packageName\":\"lib-bucket-provisioner\",\"version\":\"1.0.0\"} [olm.bundle.object=3 olm.gvk=2 olm.package=1] related=1",
+    "bundles/kiali.1.4.2 kiali-operator.v1.4.2 kiali-operator.v1.4.2 {\"packageName\":\"kiali-operator.v1.4.2\",\"version\":\"1.4.2\"} [olm.bundle.object=3 olm.gvk=2 olm.package=1] related=1",
+    "bundles/redis.0.4.0 redis-operator.v0.4.0 redis-operator.0.4.0 {\"packageName\":\"redis-operator.0.4.0\",\"version\":\"0.4.0\"} [olm.bundle.object=2 olm.gvk=1 olm.package=1] related=1",
+    "overwrite/etcd.0.9.0 etcdoperator.v0.9.0 etcd {\"packageName\":\"etcd\",\"version\":\"0.9.0\"} [olm.bundle.object=4 olm.gvk=3 olm.package=1] related=1",
+    "overwrite/etcd.0.9.2 etcdoperator.v0.9.2 etcd {\"packageName\":\"etcd\",\"version\":\"0.9.2\"} [olm.bundle.object=4 olm.gvk=3 olm.gvk.required=2 olm.package=1] related=1",
+    "overwrite/prometheus.0.15.0 prometheusoperator.0.15.0 prometheus {\"packageName\":\"prometheus\",\"version\":\"0.15.0\"} [olm.bundle.object=5 olm.gvk=4 olm.package=1] related=1",
+    "overwrite/prometheus.0.22.2 prometheusoperator.0.22.2 prometheus {\"packageName\":\"prometheus\",\"version\":\"0.22.2\"} [olm.bundle.object=5 olm.gvk=4 olm.gvk.required=1 olm.package=1 olm.package.required=1] related=1",
+    "v1crd_bundle lib-bucket-provisioner.v1.0.0 lib-bucket-provisioner {\"packageName\":\"lib-bucket-provisioner\",\"version\":\"1.0.0\"} [olm.bundle.object=3 olm.gvk=2 olm.package=1] related=1",
 ];
 const REAL_SUMMARIES: &[&str] = &[
     "bundles/etcd/0.6.1 etcdoperator.v0.6.1 etcd {\"packageName\":\"etcd\",\"version\":\"0.6.1\"} [olm.bundle.object=2 olm.gvk=1 olm.package=1] related=1",
@@ -467,4 +476,51 @@ fn migrate_flag_applies_to_fbc_input() {
     assert!(count(&before, "olm.bundle.object") > bundles);
     assert_eq!(count(&after, "olm.bundle.object"), 0);
     assert_eq!(count(&after, "olm.csv.metadata"), bundles);
+}
+
+#[test]
+fn properties_yaml_and_the_csv_annotation_join_the_derived_properties() {
+    let Some(root) = shared_testdata("upstream/render-bundles/foo-bundle-v0.2.0") else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    copy_dir(&root, tmp.path());
+    std::fs::write(
+        tmp.path().join("metadata/properties.yaml"),
+        "properties:\n- type: olm.package\n  value: {packageName: foo, version: 9.9.9}\n- type: olm.gvk\n  value: {group: test.foo, kind: Foo, version: v1}\n- type: olm.maxOpenShiftVersion\n  value: \"4.8\"\n",
+    )
+    .unwrap();
+    let b = render_dir(tmp.path(), "");
+    let plain: Vec<String> = property_lines(&b)
+        .into_iter()
+        .filter(|l| !l.starts_with("olm.bundle.object"))
+        .collect();
+    assert_eq!(
+        plain,
+        [
+            r#"olm.gvk {"group":"test.foo","kind":"Foo","version":"v1"}"#,
+            r#"olm.gvk.required {"group":"test.bar","kind":"Bar","version":"v1alpha1"}"#,
+            r#"olm.maxOpenShiftVersion "4.8""#,
+            r#"olm.package {"packageName":"foo","version":"0.2.0"}"#,
+            r#"olm.package.required {"packageName":"bar","versionRange":"<0.1.0"}"#,
+        ]
+    );
+    // An olm.package in the CSV's olm.properties annotation comes last, so it wins.
+    let csv_path = tmp.path().join("manifests/foo.v0.2.0.csv.yaml");
+    let csv = std::fs::read_to_string(&csv_path).unwrap().replace(
+        "    olm.skipRange: <0.2.0\n",
+        "    olm.skipRange: <0.2.0\n    olm.properties: '[{\"type\":\"olm.package\",\"value\":{\"packageName\":\"foo\",\"version\":\"0.2.0-override\"}}]'\n",
+    );
+    std::fs::write(&csv_path, csv).unwrap();
+    let b = render_dir(tmp.path(), "");
+    let packages: Vec<&str> = b
+        .properties
+        .iter()
+        .filter(|p| p.kind == property::PACKAGE)
+        .map(|p| p.value.as_str())
+        .collect();
+    assert_eq!(
+        packages,
+        [r#"{"packageName":"foo","version":"0.2.0-override"}"#]
+    );
 }

@@ -10,13 +10,19 @@ use std::collections::{BTreeSet, HashMap};
 
 use olm_registry::catalog::semver::{Range, Version};
 use olm_registry::catalog::types::{
-    Bundle, Channel, ChannelEntry, DeclarativeConfig, Package, Property,
+    Bundle, Channel, ChannelEntry, DeclarativeConfig, DeprecationEntry, DeprecationReference,
+    Deprecations, Package, Property,
 };
 use olm_registry::resolve::classic::{
     self, CatalogSource, ClassicError, ClassicRequest, Gvk, InstalledCsv, Subscription,
     UpgradeStrategy,
 };
+use olm_registry::resolve::openshift::{self, BlockReason};
 use olm_registry::resolve::solver::{self, Constraint, ConstraintKind, SolveError, Variable};
+use olm_registry::resolve::v1::{
+    self, InstalledBundle, LabelSelector, SelectorRequirement, UpgradePolicy, V1Catalog, V1Request,
+    VersionRelease,
+};
 use olm_registry::resolve::{CelRule, OlmConstraint, VersionConstraint};
 use serde_yaml::Value;
 
@@ -42,7 +48,10 @@ fn resolution_scenarios() {
         );
         return;
     };
-    let scenarios = yaml_blocks(&text)
+    let blocks = yaml_blocks(&text);
+    // The `GEN(p)` fixture of the v1 scenarios.
+    let gen_fixture = blocks.iter().find_map(|b| b.get("GEN")).cloned();
+    let scenarios = blocks
         .into_iter()
         .filter_map(|block| match block {
             Value::Sequence(items) => Some(items),
@@ -51,12 +60,14 @@ fn resolution_scenarios() {
         .flatten()
         .filter(|s| s.get("id").is_some());
     let (mut passed, mut failed, mut skipped) = (0, Vec::new(), 0);
-    // Earlier scenarios by id, for fixtures written as "as C14a but ...".
-    let mut seen: HashMap<String, Value> = HashMap::new();
+    let mut ctx = Context {
+        seen: HashMap::new(),
+        gen_fixture,
+    };
     for scenario in scenarios {
         let id = text_of(&scenario["id"]);
-        let verdict = run(&id, &scenario, &seen);
-        seen.insert(id.clone(), scenario);
+        let verdict = run(&id, &scenario, &ctx);
+        ctx.seen.insert(id.clone(), scenario);
         match verdict {
             Verdict::Pass => {
                 passed += 1;
@@ -104,7 +115,14 @@ fn yaml_blocks(markdown: &str) -> Vec<Value> {
     blocks
 }
 
-fn run(id: &str, s: &Value, seen: &HashMap<String, Value>) -> Verdict {
+/// What scenarios may refer to besides themselves.
+struct Context {
+    /// Earlier scenarios by id, for fixtures written as "as C14a but ...".
+    seen: HashMap<String, Value>,
+    gen_fixture: Option<Value>,
+}
+
+fn run(id: &str, s: &Value, ctx: &Context) -> Verdict {
     let group = id.trim_start_matches(|c: char| c.is_ascii_uppercase());
     let letter = &id[..id.len() - group.len()];
     let result = match letter {
@@ -112,7 +130,9 @@ fn run(id: &str, s: &Value, seen: &HashMap<String, Value>) -> Verdict {
         "E" => run_cel(s),
         "P" => run_constraint(s),
         "S" => run_solver(s),
-        "C" => run_classic(s, seen),
+        "C" => run_classic(s, &ctx.seen),
+        "V" => run_v1(s, ctx),
+        "M" => run_openshift(s),
         other => return Verdict::Skip(format!("group {other} is not implemented yet")),
     };
     match result {
@@ -779,15 +799,12 @@ fn classic_expectation(
     expect: &Value,
 ) -> Check {
     if let Some(unsat) = field(expect, "unsat") {
-        let text = match &got {
-            Err(ClassicError::Unsatisfiable(e)) => e.to_string(),
+        let messages = match &got {
+            Err(ClassicError::Unsatisfiable(SolveError::Unsatisfiable { messages })) => messages,
             other => return Err(format!("expected unsatisfiable, got {other:?}")),
         };
+        let text = got.as_ref().err().map(ToString::to_string).unwrap_or_default();
         if let Some(exact) = field(unsat, "exact").or_else(|| field(unsat, "exact_derived")) {
-            let Err(ClassicError::Unsatisfiable(SolveError::Unsatisfiable { messages })) = &got
-            else {
-                unreachable!("checked above");
-            };
             let mut want = list(exact);
             want.sort();
             expect_eq("core", messages, &want)?;
@@ -850,4 +867,686 @@ fn classic_expectation(
     got_ids.sort();
     want_ids.sort();
     expect_eq("result", got_ids, want_ids)
+}
+
+// ---- V: v1 resolution ---------------------------------------------------------------------
+
+/// `name@version` bundles of `package`, each with an `olm.package` property.
+fn v1_bundles(specs: &Value, package: &str, prefix: &str) -> Vec<Bundle> {
+    list(specs)
+        .iter()
+        .map(|spec| {
+            let (name, version) = spec.split_once('@').unwrap_or((spec, spec));
+            Bundle {
+                name: format!("{prefix}{name}"),
+                package: package.to_owned(),
+                properties: vec![property(
+                    "olm.package",
+                    serde_json::json!({"packageName": package, "version": version}),
+                )],
+                ..Default::default()
+            }
+        })
+        .collect()
+}
+
+fn v1_deprecations(specs: &Value, package: &str) -> Vec<Deprecations> {
+    let entries: Vec<DeprecationEntry> = specs
+        .as_sequence()
+        .into_iter()
+        .flatten()
+        .map(|d| match d {
+            // Shorthand `bundle <name>`.
+            Value::String(short) => {
+                let (schema, name) = short.split_once(' ').unwrap_or(("bundle", short));
+                DeprecationEntry {
+                    reference: DeprecationReference {
+                        schema: format!("olm.{schema}"),
+                        name: name.to_owned(),
+                    },
+                    message: format!("{short} is deprecated"),
+                }
+            }
+            full => DeprecationEntry {
+                reference: DeprecationReference {
+                    schema: text_of(&full["schema"]),
+                    name: text_of(&full["name"]),
+                },
+                message: text_of(&full["message"]),
+            },
+        })
+        .collect();
+    if entries.is_empty() {
+        return Vec::new();
+    }
+    vec![Deprecations {
+        package: package.to_owned(),
+        entries,
+        ..Default::default()
+    }]
+}
+
+/// A catalog body of the notation: `channels`, `bundles` and `deprecations`.
+fn v1_content(body: &Value, package: &str) -> DeclarativeConfig {
+    let mut dc = DeclarativeConfig {
+        packages: vec![Package {
+            name: package.to_owned(),
+            ..Default::default()
+        }],
+        bundles: v1_bundles(&body["bundles"], package, ""),
+        deprecations: v1_deprecations(&body["deprecations"], package),
+        ..Default::default()
+    };
+    for (name, entries) in body["channels"].as_mapping().into_iter().flatten() {
+        dc.channels.push(Channel {
+            name: text_of(name),
+            package: package.to_owned(),
+            entries: entries
+                .as_sequence()
+                .into_iter()
+                .flatten()
+                .map(channel_entry)
+                .collect(),
+            ..Default::default()
+        });
+    }
+    dc
+}
+
+struct OwnedV1Catalog {
+    name: String,
+    priority: i32,
+    available: bool,
+    content: DeclarativeConfig,
+}
+
+fn v1_catalogs(
+    spec: Option<&Value>,
+    package: &str,
+    ctx: &Context,
+) -> Result<Vec<OwnedV1Catalog>, String> {
+    let gen_fixture = || {
+        ctx.gen_fixture
+            .as_ref()
+            .map(|g| v1_content(g, package))
+            .ok_or("no GEN fixture")
+    };
+    let catalog = |name: &str, content, priority, available| OwnedV1Catalog {
+        name: name.to_owned(),
+        priority,
+        available,
+        content,
+    };
+    let Some(spec) = spec else {
+        // The default: `c` holds GEN(p), `a` and `b` are empty for it.
+        return Ok(vec![
+            catalog("a", DeclarativeConfig::default(), 0, true),
+            catalog("b", DeclarativeConfig::default(), 0, true),
+            catalog("c", gen_fixture()?, 0, true),
+        ]);
+    };
+    if let Value::String(prose) = spec {
+        // "two catalogs, both availabilityMode Unavailable"
+        let available = !prose.contains("Unavailable");
+        return Ok(vec![
+            catalog("a", gen_fixture()?, 0, available),
+            catalog("b", gen_fixture()?, 0, available),
+        ]);
+    }
+    let mut out = Vec::new();
+    for (name, body) in spec.as_mapping().into_iter().flatten() {
+        let name = text_of(name);
+        let priority = field(body, "priority").and_then(Value::as_i64).unwrap_or(0) as i32;
+        let available = field(body, "available")
+            .and_then(Value::as_bool)
+            .unwrap_or(true);
+        let content = match body {
+            Value::String(s) if s == "empty" => DeclarativeConfig::default(),
+            Value::String(s) if s.starts_with("GEN(") => gen_fixture()?,
+            _ if field(body, "content").is_some() => gen_fixture()?,
+            _ => v1_content(body, package),
+        };
+        out.push(catalog(&name, content, priority, available));
+    }
+    Ok(out)
+}
+
+fn v1_request(spec: &Value) -> V1Request {
+    let installed = field(spec, "installed").map(|i| InstalledBundle {
+        name: text_of(&i["name"]),
+        version: text_of(&i["version"]),
+    });
+    let policy = match text_of(&spec["policy"]).as_str() {
+        "SelfCertified" => UpgradePolicy::SelfCertified,
+        _ => UpgradePolicy::CatalogProvided,
+    };
+    V1Request {
+        package: field(spec, "package")
+            .map(text_of)
+            .unwrap_or_else(|| "p".to_owned()),
+        channels: list(&spec["channels"]),
+        version: text_of(&spec["version"]),
+        policy,
+        selector: field(spec, "selector").map(selector),
+        installed,
+    }
+}
+
+fn selector(v: &Value) -> LabelSelector {
+    LabelSelector {
+        match_labels: v["matchLabels"]
+            .as_mapping()
+            .into_iter()
+            .flatten()
+            .map(|(k, v)| (text_of(k), text_of(v)))
+            .collect(),
+        match_expressions: v["matchExpressions"]
+            .as_sequence()
+            .into_iter()
+            .flatten()
+            .map(|e| SelectorRequirement {
+                key: text_of(&e["key"]),
+                operator: text_of(&e["operator"]),
+                values: list(&e["values"]),
+            })
+            .collect(),
+    }
+}
+
+fn run_v1(s: &Value, ctx: &Context) -> Check {
+    if let Some(table) = field(s, "legacy_table") {
+        v1_successor_cases(s, ctx)?;
+        return v1_legacy_table(table);
+    }
+    if field(s, "input").is_some() {
+        return v1_ordering(s);
+    }
+    if field(s, "bundles").is_some() && field(s, "channel_stable").is_none() {
+        return v1_semver_successors(s);
+    }
+    let cases: Vec<Value> = match field(s, "cases").and_then(Value::as_sequence) {
+        Some(cases) => cases.clone(),
+        None => vec![Value::Mapping(Default::default())],
+    };
+    for (i, case) in cases.iter().enumerate() {
+        if let Some(range) = field(case, "range") {
+            v1_range_case(range, case)?;
+            continue;
+        }
+        if let Some(kind) = field(case, "property") {
+            v1_dependency_case(&text_of(kind), case)?;
+            continue;
+        }
+        let mut request = v1_request(
+            field(case, "request")
+                .or_else(|| field(s, "request"))
+                .unwrap_or(&Value::Null),
+        );
+        if let Some(version) = field(case, "version") {
+            request.version = text_of(version);
+        }
+        if let Some(sel) = field(case, "selector") {
+            request.selector = Some(selector(sel));
+        }
+        let catalogs = v1_catalogs(
+            field(case, "catalogs").or_else(|| field(s, "catalogs")),
+            &request.package,
+            ctx,
+        )?;
+        let expect = field(case, "expect")
+            .or_else(|| field(s, "expect"))
+            .ok_or("no expectation")?;
+        let run = |request: &V1Request, expect: &Value| {
+            v1_expectation(&catalogs, request, expect).map_err(|e| format!("case {}: {e}", i + 1))
+        };
+        match (
+            field(expect, "current"),
+            field(expect, "historic_semver_gate"),
+        ) {
+            (Some(current), Some(historic)) => {
+                run(&request, current)?;
+                request.policy = UpgradePolicy::Semver;
+                run(&request, historic)?;
+            }
+            _ => run(&request, expect)?,
+        }
+    }
+    Ok(())
+}
+
+fn v1_expectation(catalogs: &[OwnedV1Catalog], request: &V1Request, expect: &Value) -> Check {
+    let borrowed: Vec<V1Catalog<'_>> = catalogs
+        .iter()
+        .map(|c| V1Catalog {
+            name: c.name.clone(),
+            priority: c.priority,
+            labels: Default::default(),
+            available: c.available,
+            content: &c.content,
+        })
+        .collect();
+    let got = v1::resolve(&borrowed, request);
+    if let Some(error) = field(expect, "error") {
+        return expect_eq("error", got.err(), Some(text_of(error)));
+    }
+    if let Some(part) = field(expect, "error_contains") {
+        let err = got.err().ok_or("expected an error")?;
+        return match err.contains(&text_of(part)) {
+            true => Ok(()),
+            false => Err(format!("{err:?} lacks {:?}", text_of(part))),
+        };
+    }
+    let got = got?;
+    expect_eq(
+        "bundle",
+        got.bundle.name.as_str(),
+        text_of(&expect["bundle"]).as_str(),
+    )?;
+    if let Some(version) = field(expect, "version") {
+        expect_eq(
+            "version",
+            got.version.map(|v| v.to_string()),
+            Some(text_of(version)),
+        )?;
+    }
+    match expect.get("deprecation") {
+        Some(Value::Null) => expect_eq("deprecation", got.deprecation.is_some(), false),
+        Some(_) => expect_eq("deprecation", got.deprecation.is_some(), true),
+        None => Ok(()),
+    }
+}
+
+fn v1_range_case(range: &Value, case: &Value) -> Check {
+    let range = text_of(range);
+    let parsed = VersionConstraint::parse(&range);
+    if field(case, "error").is_some() {
+        return expect_eq(&format!("error for {range:?}"), parsed.is_err(), true);
+    }
+    let parsed = parsed?;
+    let version = VersionRelease::parse(&text_of(&case["version"]))?;
+    let want = field(case, "match")
+        .and_then(Value::as_bool)
+        .ok_or("no match")?;
+    expect_eq(&range, parsed.matches(&version.version), want)
+}
+
+/// V28: a picked bundle declaring a dependency is refused, not replaced by another.
+fn v1_dependency_case(kind: &str, case: &Value) -> Check {
+    let value = match kind {
+        "olm.package.required" => {
+            serde_json::json!({"packageName": "q", "versionRange": ">=1.0.0"})
+        }
+        "olm.gvk.required" => serde_json::json!({"group": "g", "kind": "k", "version": "v"}),
+        _ => serde_json::json!({"gvk": {"group": "g", "kind": "k", "version": "v"}}),
+    };
+    let mut bundles = v1_bundles(
+        &serde_yaml::from_str("[p.v0.1.0@0.1.0, p.v1.0.0@1.0.0]").map_err(|e| e.to_string())?,
+        "p",
+        "",
+    );
+    bundles[1].properties.push(property(kind, value));
+    let content = DeclarativeConfig {
+        bundles,
+        ..Default::default()
+    };
+    let catalog = [V1Catalog {
+        name: "c".into(),
+        priority: 0,
+        labels: Default::default(),
+        available: true,
+        content: &content,
+    }];
+    let request = V1Request {
+        package: "p".into(),
+        ..Default::default()
+    };
+    let want = format!(
+        "validating bundle \"p.v1.0.0\": {}",
+        text_of(&case["error"]).replace("<name>", "p.v1.0.0")
+    );
+    expect_eq("error", v1::resolve(&catalog, &request).err(), Some(want))
+}
+
+/// Sorts bundle names by version+release, best first, and keeps those `keep` accepts.
+fn successors_sorted(
+    bundles: &[Bundle],
+    keep: impl Fn(&Bundle, Option<&VersionRelease>) -> bool,
+) -> Vec<String> {
+    let keys: Vec<Option<VersionRelease>> = bundles.iter().map(VersionRelease::of_bundle).collect();
+    let mut order: Vec<usize> = (0..bundles.len()).collect();
+    order.sort_by(|&a, &b| v1::best_first(&keys[a], &keys[b]));
+    order
+        .into_iter()
+        .filter(|&i| keep(&bundles[i], keys[i].as_ref()))
+        .map(|i| bundles[i].name.clone())
+        .collect()
+}
+
+fn installed_bundle(i: &Value) -> Result<(InstalledBundle, VersionRelease), String> {
+    let installed = InstalledBundle {
+        name: text_of(&i["name"]),
+        version: text_of(&i["version"]),
+    };
+    let vr = VersionRelease::parse(&installed.version)?;
+    Ok((installed, vr))
+}
+
+/// V21: the catalog successor predicate plus "same version+release" (the stay option).
+fn v1_successor_cases(s: &Value, _ctx: &Context) -> Check {
+    let entries: Vec<ChannelEntry> = s["channel_stable"]
+        .as_sequence()
+        .into_iter()
+        .flatten()
+        .map(channel_entry)
+        .collect();
+    let refs: Vec<&ChannelEntry> = entries.iter().collect();
+    let prefix = entries
+        .first()
+        .and_then(|e| e.name.split_once('.'))
+        .map(|(p, _)| format!("{p}."))
+        .unwrap_or_default();
+    let bundles = v1_bundles(&s["bundles"], "test-package", &prefix);
+    for case in s["cases"].as_sequence().into_iter().flatten() {
+        let (installed, ivr) = installed_bundle(&case["installed"])?;
+        let got = successors_sorted(&bundles, |b, vr| {
+            vr == Some(&ivr)
+                || v1::is_successor(
+                    UpgradePolicy::CatalogProvided,
+                    &b.name,
+                    vr,
+                    &installed,
+                    &ivr,
+                    &refs,
+                )
+        });
+        expect_eq(
+            &format!("successors of {}", installed.name),
+            got,
+            list(&case["successors_or_self"]),
+        )?;
+    }
+    Ok(())
+}
+
+fn v1_legacy_table(table: &Value) -> Check {
+    let entries: Vec<ChannelEntry> = table["channel"]
+        .as_sequence()
+        .into_iter()
+        .flatten()
+        .map(channel_entry)
+        .collect();
+    let refs: Vec<&ChannelEntry> = entries.iter().collect();
+    let (installed, ivr) = installed_bundle(&table["installed"])?;
+    for (name, want) in table["successor"].as_mapping().into_iter().flatten() {
+        let name = text_of(name);
+        // "<unnamed bundle>" stands for a bundle with an empty name.
+        let bundle = if name.starts_with('<') {
+            ""
+        } else {
+            name.as_str()
+        };
+        let got = v1::is_successor(
+            UpgradePolicy::CatalogProvided,
+            bundle,
+            None,
+            &installed,
+            &ivr,
+            &refs,
+        );
+        expect_eq(
+            &format!("successor {name}"),
+            got,
+            want.as_bool() == Some(true),
+        )?;
+    }
+    Ok(())
+}
+
+/// V33: the opt-in semver policy (`^installed, != installed`) plus the stay option.
+fn v1_semver_successors(s: &Value) -> Check {
+    let bundles = v1_bundles(&s["bundles"], "p", "");
+    for case in s["cases"].as_sequence().into_iter().flatten() {
+        let version = text_of(&case["installed"]);
+        let installed = InstalledBundle {
+            name: version.clone(),
+            version: version.clone(),
+        };
+        let ivr = VersionRelease::parse(&version)?;
+        let got = successors_sorted(&bundles, |b, vr| {
+            vr == Some(&ivr)
+                || v1::is_successor(UpgradePolicy::Semver, &b.name, vr, &installed, &ivr, &[])
+        });
+        expect_eq(
+            &format!("successors of {version}"),
+            got,
+            list(&case["successors_or_self"]),
+        )?;
+    }
+    Ok(())
+}
+
+/// V30: version+release order; `<...>` items have no readable version.
+fn v1_ordering(s: &Value) -> Check {
+    let input = list(&s["input"]);
+    let keys: Vec<Option<VersionRelease>> = input
+        .iter()
+        .map(|v| {
+            if v.starts_with('<') {
+                None
+            } else {
+                VersionRelease::parse(v).ok()
+            }
+        })
+        .collect();
+    let mut order: Vec<usize> = (0..input.len()).collect();
+    order.sort_by(|&a, &b| v1::best_first(&keys[a], &keys[b]));
+    let got: Vec<String> = order.into_iter().map(|i| input[i].clone()).collect();
+    expect_eq("order", got, list(&s["sorted_best_first"]))
+}
+
+// ---- M: maxOpenShiftVersion -----------------------------------------------------------------
+
+fn max_property(value: &str) -> Vec<Property> {
+    vec![property(
+        openshift::MAX_OPENSHIFT_VERSION,
+        serde_json::Value::from(value),
+    )]
+}
+
+fn run_openshift(s: &Value) -> Check {
+    if let Some(matrix) = field(s, "matrix") {
+        return openshift_matrix(s, matrix);
+    }
+    if let Some(cases) = field(s, "cases").and_then(Value::as_sequence) {
+        for case in cases {
+            let props = max_property(&text_of(&case["max"]));
+            let blocking =
+                openshift::classic_blocking(&text_of(&case["cluster"]), &[("op", &props)])?;
+            let want = text_of(&case["expect"]) == "incompatible";
+            expect_eq(&format!("{case:?}"), !blocking.is_empty(), want)?;
+        }
+        return Ok(());
+    }
+    let expect = &s["expect"];
+    if let Value::String(_) = expect {
+        return openshift_never_resolves();
+    }
+    let props: Vec<(String, Vec<Property>)> = s["max"]
+        .as_mapping()
+        .into_iter()
+        .flatten()
+        .map(|(name, max)| (text_of(name), max_property(&text_of(max))))
+        .collect();
+    let operators: Vec<(&str, &[Property])> = props
+        .iter()
+        .map(|(n, p)| (n.as_str(), p.as_slice()))
+        .collect();
+    let got = openshift::classic_blocking(&text_of(&s["cluster"]), &operators);
+    if let Some(part) = field(expect, "error_contains") {
+        let err = got.err().ok_or("expected an error")?;
+        return match err.contains(&text_of(part)) {
+            true => Ok(()),
+            false => Err(format!("{err:?} lacks {part:?}")),
+        };
+    }
+    let got: Vec<(String, String)> = got?
+        .into_iter()
+        .map(|b| match b.reason {
+            BlockReason::Max(m) => (b.name, format!("max {m}")),
+            BlockReason::Invalid(e) => (b.name, format!("error {e}")),
+        })
+        .collect();
+    let want: Vec<(String, String)> = expect["incompatible"]
+        .as_sequence()
+        .into_iter()
+        .flatten()
+        .map(|i| {
+            let reason = match field(i, "max") {
+                Some(m) => format!("max {}", text_of(m)),
+                None => format!("error {}", text_of(&i["error"])),
+            };
+            (text_of(&i["name"]), reason)
+        })
+        .collect();
+    expect_eq("incompatible", got, want)
+}
+
+/// M07: classic and v1 agree on the matrix; v1 extra rows; next minors.
+fn openshift_matrix(s: &Value, matrix: &Value) -> Check {
+    for row in matrix.as_sequence().into_iter().flatten() {
+        let cluster = text_of(&row["cluster"]);
+        for (max, verdict) in row.as_mapping().into_iter().flatten() {
+            let max = text_of(max);
+            if max == "cluster" {
+                continue;
+            }
+            let blocks = text_of(verdict) == "blocks";
+            let props = max_property(&max);
+            let classic = !openshift::classic_blocking(&cluster, &[("op", &props)])?.is_empty();
+            expect_eq(&format!("classic max {max} on {cluster}"), classic, blocks)?;
+            let v1_max = openshift::v1_max(&props)?.ok_or("no max")?;
+            let v1 = !openshift::v1_compatible(v1_max, &format!("{cluster}.0"))?;
+            expect_eq(&format!("v1 max {max} on {cluster}"), v1, blocks)?;
+        }
+    }
+    for row in s["more_v1"].as_sequence().into_iter().flatten() {
+        let max = openshift::v1_max(&max_property(&text_of(&row["max"])))?.ok_or("no max")?;
+        let blocks = !openshift::v1_compatible(max, &format!("{}.0", text_of(&row["cluster"])))?;
+        expect_eq(
+            &format!("{row:?}"),
+            blocks,
+            text_of(&row["result"]) == "blocks",
+        )?;
+    }
+    for (cluster, next) in s["next_minor"].as_mapping().into_iter().flatten() {
+        let got = openshift::classic_next_minor(&text_of(cluster))?.to_string();
+        expect_eq(
+            &format!("next minor of {}", text_of(cluster)),
+            got,
+            text_of(next),
+        )?;
+    }
+    Ok(())
+}
+
+/// M09: the property changes no resolution result, classic or v1.
+fn openshift_never_resolves() -> Check {
+    let with_max = |max: bool| {
+        let mut props = vec![property(
+            "olm.package",
+            serde_json::json!({"packageName": "p", "version": "1.0.0"}),
+        )];
+        if max {
+            props.extend(max_property("4.1"));
+        }
+        DeclarativeConfig {
+            packages: vec![Package {
+                name: "p".into(),
+                ..Default::default()
+            }],
+            channels: vec![Channel {
+                name: "stable".into(),
+                package: "p".into(),
+                entries: vec![ChannelEntry {
+                    name: "p.v1.0.0".into(),
+                    ..Default::default()
+                }],
+                ..Default::default()
+            }],
+            bundles: vec![Bundle {
+                name: "p.v1.0.0".into(),
+                package: "p".into(),
+                properties: props,
+                ..Default::default()
+            }],
+            ..Default::default()
+        }
+    };
+    let classic_result = |dc: &DeclarativeConfig| {
+        let request = ClassicRequest {
+            namespace: "ns".into(),
+            catalogs: vec![CatalogSource {
+                name: "c".into(),
+                namespace: "ns".into(),
+                priority: 0,
+                content: dc,
+            }],
+            subscriptions: vec![Subscription {
+                name: "p-stable".into(),
+                package: "p".into(),
+                channel: "stable".into(),
+                source: "c".into(),
+                source_namespace: "ns".into(),
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        classic::resolve(&request)
+            .map(|ops| ops.iter().map(|o| o.id()).collect::<Vec<_>>())
+            .map_err(|e| e.to_string())
+    };
+    let v1_result = |dc: &DeclarativeConfig| {
+        let catalogs = [V1Catalog {
+            name: "c".into(),
+            priority: 0,
+            labels: Default::default(),
+            available: true,
+            content: dc,
+        }];
+        v1::resolve(
+            &catalogs,
+            &V1Request {
+                package: "p".into(),
+                ..Default::default()
+            },
+        )
+        .map(|r| r.bundle.name)
+    };
+    let (plain, capped) = (with_max(false), with_max(true));
+    expect_eq("classic", classic_result(&capped), classic_result(&plain))?;
+    expect_eq(
+        "classic result",
+        classic_result(&plain),
+        Ok(vec!["c/ns/stable/p.v1.0.0".to_owned()]),
+    )?;
+    expect_eq("v1", v1_result(&capped), v1_result(&plain))?;
+    expect_eq("v1 result", v1_result(&plain), Ok("p.v1.0.0".to_owned()))
+}
+
+#[test]
+#[ignore]
+fn zz_probe_speed() {
+    let dc = olm_registry::catalog::walk::load_dir(std::path::Path::new("/tmp/synth-large")).expect("load");
+    let t = std::time::Instant::now();
+    let request = ClassicRequest {
+        namespace: "ns".into(),
+        catalogs: vec![CatalogSource { name: "c".into(), namespace: "ns".into(), priority: 0, content: &dc }],
+        subscriptions: dc.packages.iter().take(50).map(|p| Subscription {
+            name: p.name.clone(), package: p.name.clone(), channel: String::new(),
+            source: "c".into(), source_namespace: "ns".into(), ..Default::default()
+        }).collect(),
+        ..Default::default()
+    };
+    let r = classic::resolve(&request);
+    println!("PROBE {:?} {:?}", t.elapsed(), r.as_ref().map(|v| v.len()).map_err(|e| e.to_string()));
 }

@@ -9,7 +9,7 @@ use serde_json::Value;
 use std::collections::BTreeSet;
 
 /// Kinds a registry+v1 bundle may contain.
-const SUPPORTED_KINDS: [&str; 23] = [
+const SUPPORTED_KINDS: [&str; 22] = [
     "ClusterServiceVersion",
     "CustomResourceDefinition",
     "Secret",
@@ -32,7 +32,6 @@ const SUPPORTED_KINDS: [&str; 23] = [
     "ConsolePlugin",
     "NetworkPolicy",
     "PodMonitor",
-    "Namespace",
 ];
 
 /// CSV annotations that OLM sets on the copies it makes; a CSV that carries them would

@@ -225,3 +225,41 @@ pub fn package_icon(csv: &Value) -> Option<Icon> {
         mediatype: str_at(first, "/mediatype").to_owned(),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn olm_properties_annotation_that_is_not_a_list_is_ignored() {
+        let csv = |text: &str| json!({"metadata": {"annotations": {"olm.properties": text}}});
+        assert_eq!(annotation_properties(&csv("{not json")), []);
+        assert_eq!(
+            annotation_properties(&csv(
+                r#"[{"type":"olm.maxOpenShiftVersion","value":"4.8"},{"type":"x"}]"#
+            )),
+            [Property {
+                kind: "olm.maxOpenShiftVersion".into(),
+                value: r#""4.8""#.into()
+            }]
+        );
+    }
+
+    #[test]
+    fn versions_written_as_numbers_read_as_go_prints_them() {
+        let csv = json!({"spec": {"version": "1.2.3", "release": 2}});
+        assert_eq!((version(&csv), release(&csv)), ("1.2.3".into(), "2".into()));
+    }
+
+    #[test]
+    fn icons_are_decoded_retrying_without_spaces() {
+        let csv = |data: &str| json!({"spec": {"icon": [{"base64data": data, "mediatype": "image/png"}]}});
+        let icon = package_icon(&csv("iVBO Rw0K Ggo=")).unwrap();
+        assert_eq!(
+            (icon.base64data.as_str(), icon.mediatype.as_str()),
+            ("iVBORw0KGgo=", "image/png")
+        );
+        assert_eq!(package_icon(&csv("!!!")), None);
+    }
+}

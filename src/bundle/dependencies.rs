@@ -1,10 +1,11 @@
 //! Checks of `dependencies.yaml` items (catalog-formats.md §C.3), with upstream's messages.
 use super::metadata::Item;
+// A dependency's type names the kind of property it requires, so `olm.gvk` and
+// `olm.package` are the property types' own names.
+use crate::catalog::property::{GVK, PACKAGE};
 use crate::catalog::semver::validate_range;
 use serde_json::Value;
 
-pub const GVK: &str = "olm.gvk";
-pub const PACKAGE: &str = "olm.package";
 pub const LABEL: &str = "olm.label";
 pub const CONSTRAINT: &str = "olm.constraint";
 

@@ -141,3 +141,29 @@ pub fn object_property(object: &Value) -> Property {
         value: format!("{{\"data\":\"{data}\"}}"),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn manifests_are_encoded_as_go_marshals_them() {
+        let object = json!({"b": "<a & b>", "a": 1.0});
+        assert_eq!(
+            object_json(&object),
+            r#"{"a":1,"b":"\u003ca \u0026 b\u003e"}"#
+        );
+        assert_eq!(
+            object_property(&json!({"kind": "X"})).value,
+            r#"{"data":"eyJraW5kIjoiWCJ9"}"#
+        );
+    }
+
+    #[test]
+    fn crd_versions_include_the_v1beta1_field_once() {
+        let crd = json!({"spec": {"group": "g", "names": {"kind": "K"}, "version": "v1",
+                                  "versions": [{"name": "v1"}, {"name": "v2"}]}});
+        assert_eq!(crd_versions(&crd), ["v1", "v2"]);
+    }
+}

@@ -138,7 +138,7 @@ pub fn load(root: &Path, options: &Options) -> Result<DeclarativeConfig, String>
         .iter_mut()
         .filter_map(|d| d.package.take().map(|(file, p)| (d.dir.clone(), file, p)))
         .collect();
-    packages.sort_by(|a, b| b.0.components().count().cmp(&a.0.components().count()));
+    packages.sort_by_key(|(dir, _, _)| std::cmp::Reverse(dir.components().count()));
     let mut by_package: Vec<BTreeMap<String, LegacyBundle>> =
         packages.iter().map(|_| BTreeMap::new()).collect();
     let mut problems = Vec::new();
@@ -233,8 +233,10 @@ fn walk(root: &Path, dir: &Path, out: &mut Vec<DirContents>) -> Result<(), Strin
     let mut subdirs: Vec<PathBuf> = std::fs::read_dir(dir)
         .map_err(|e| format!("reading directory {}: {e}", dir.display()))?
         .flatten()
+        // Not following symlinked directories: a link to an ancestor would never end.
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
         .map(|e| e.path())
-        .filter(|p| p.is_dir() && !is_hidden(p))
+        .filter(|p| !is_hidden(p))
         .collect();
     subdirs.sort();
     for sub in subdirs {

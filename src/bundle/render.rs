@@ -1,7 +1,6 @@
 //! A bundle directory rendered to an `olm.bundle` (catalog-formats.md §C.6), and the pieces
 //! of that rendering the legacy formats share.
 use super::csv::{self, Gvk};
-use super::dependencies;
 use super::dir::BundleDir;
 use super::manifests::{self, object_property};
 use super::metadata::Item;
@@ -119,12 +118,12 @@ pub fn dependency_property(item: &Item) -> Property {
     let value: Value = serde_json::from_str(&item.value).unwrap_or(Value::Null);
     let field = |key: &str| value.get(key).and_then(Value::as_str).unwrap_or("");
     match item.kind.as_str() {
-        dependencies::GVK => gvk_required_property(&Gvk {
+        property::GVK => gvk_required_property(&Gvk {
             group: field("group").to_owned(),
             version: field("version").to_owned(),
             kind: field("kind").to_owned(),
         }),
-        dependencies::PACKAGE => {
+        property::PACKAGE => {
             let mut text = String::from("{\"packageName\":");
             write_string(field("packageName"), &mut text);
             text.push_str(",\"versionRange\":");
@@ -171,4 +170,118 @@ pub fn related_images(csv_object: &Value, image: &str) -> Vec<RelatedImage> {
     }
     images.sort_by(|a, b| a.image.cmp(&b.image));
     images
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn prop(kind: &str, value: &str) -> Property {
+        Property {
+            kind: kind.into(),
+            value: value.into(),
+        }
+    }
+
+    #[test]
+    fn properties_are_deduplicated_sorted_with_manifests_last() {
+        let got = finish_properties(vec![
+            prop("olm.bundle.object", r#"{"data":"b"}"#),
+            prop("olm.package", r#"{"packageName":"p","version":"1.0.0"}"#),
+            prop("olm.gvk", r#"{"group":"g","kind":"K","version":"v1"}"#),
+            prop("olm.bundle.object", r#"{"data":"a"}"#),
+            prop("olm.gvk", r#"{"group":"g","kind":"K","version":"v1"}"#),
+            prop("custom", "1"),
+        ]);
+        let kinds: Vec<(&str, &str)> = got
+            .iter()
+            .map(|p| (p.kind.as_str(), p.value.as_str()))
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                ("custom", "1"),
+                ("olm.gvk", r#"{"group":"g","kind":"K","version":"v1"}"#),
+                ("olm.package", r#"{"packageName":"p","version":"1.0.0"}"#),
+                ("olm.bundle.object", r#"{"data":"a"}"#),
+                ("olm.bundle.object", r#"{"data":"b"}"#),
+            ]
+        );
+    }
+
+    #[test]
+    fn the_last_package_property_wins() {
+        let mut props = vec![
+            prop("olm.package", "first"),
+            prop("olm.label", "x"),
+            prop("olm.package", "last"),
+        ];
+        keep_last_package(&mut props);
+        assert_eq!(props, [prop("olm.label", "x"), prop("olm.package", "last")]);
+    }
+
+    #[test]
+    fn package_property_keeps_upstream_key_order_with_a_release() {
+        assert_eq!(
+            package_property("p", "1.0.0", "2").value,
+            r#"{"packageName":"p","version":"1.0.0","release":"2"}"#
+        );
+    }
+
+    #[test]
+    fn related_images_list_each_image_once_and_only_deployment_containers() {
+        let csv = json!({"spec": {
+            "relatedImages": [{"name": "op", "image": "r/op:1"}],
+            "install": {"strategy": "deployment", "spec": {"deployments": [{"spec": {"template": {"spec": {
+                "containers": [{"image": "r/op:1"}, {"image": "r/side:1"}]}}}}]}}
+        }});
+        let images: Vec<(String, String)> = related_images(&csv, "r/bundle:1")
+            .into_iter()
+            .map(|r| (r.name, r.image))
+            .collect();
+        assert_eq!(
+            images,
+            [
+                (String::new(), "r/bundle:1".to_owned()),
+                ("op".to_owned(), "r/op:1".to_owned()),
+                (String::new(), "r/side:1".to_owned()),
+            ]
+        );
+        let other = json!({"spec": {"install": {"strategy": "helm", "spec": {"deployments": [
+            {"spec": {"template": {"spec": {"containers": [{"image": "r/op:1"}]}}}}]}}}});
+        assert_eq!(related_images(&other, ""), []);
+    }
+
+    #[test]
+    fn dependencies_become_required_properties() {
+        let item = |kind: &str, value: &str| Item {
+            kind: kind.into(),
+            value: value.into(),
+        };
+        assert_eq!(
+            dependency_property(&item(
+                "olm.package",
+                r#"{"packageName":"b","version":">1"}"#
+            )),
+            prop(
+                "olm.package.required",
+                r#"{"packageName":"b","versionRange":">1"}"#
+            )
+        );
+        assert_eq!(
+            dependency_property(&item(
+                "olm.gvk",
+                r#"{"group":"g","kind":"K","version":"v1"}"#
+            )),
+            prop(
+                "olm.gvk.required",
+                r#"{"group":"g","kind":"K","version":"v1"}"#
+            )
+        );
+        assert_eq!(
+            dependency_property(&item("olm.label", r#"{"label":"x"}"#)),
+            prop("olm.label", r#"{"label":"x"}"#)
+        );
+    }
 }

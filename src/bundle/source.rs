@@ -37,9 +37,8 @@ impl Source {
             return if is_sqlite_file(path) {
                 Ok(Source::IndexDb(owned))
             } else {
-                Err(format!(
-                    "ref {reference:?} is not a directory: not allowed (only SQLite index databases may be files)"
-                ))
+                // opm's words; SQLite databases are the only files accepted.
+                Err(format!("ref {reference:?} is not a directory: not allowed"))
             };
         }
         Ok(if is_bundle_dir(path) {

@@ -52,6 +52,8 @@ struct Schema {
     api_tables: bool,
     related_image: bool,
     graph_columns: bool,
+    /// `operatorbundle.bundlepath`: absent before bundle images existed.
+    bundle_path: bool,
 }
 
 /// Converts the index database at `path`.
@@ -86,6 +88,7 @@ pub fn load(path: &Path) -> Result<DeclarativeConfig, String> {
         graph_columns: ["skiprange", "version", "replaces", "skips"]
             .iter()
             .all(|c| columns.contains(*c)),
+        bundle_path: columns.contains("bundlepath"),
     };
     convert(&db, &schema, path).map_err(at)
 }
@@ -192,9 +195,12 @@ fn read_row(db: &Connection, schema: &Schema, name: &str) -> rusqlite::Result<Op
     } else {
         "'', '', '', ''"
     };
-    let sql = format!(
-        "SELECT csv, bundle, IFNULL(bundlepath, ''), {graph} FROM operatorbundle WHERE name = ?1"
-    );
+    let image = if schema.bundle_path {
+        "IFNULL(bundlepath, '')"
+    } else {
+        "''"
+    };
+    let sql = format!("SELECT csv, bundle, {image}, {graph} FROM operatorbundle WHERE name = ?1");
     let found = db
         .query_row(&sql, [name], |r| {
             Ok((

@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use cel::common::ast::{EntryExpr, Expr, IdedExpr, LiteralValue, operators};
+use cel::common::ast::{EntryExpr, Expr, IdedEntryExpr, IdedExpr, LiteralValue, operators};
 use cel::extractors::Arguments;
 use cel::objects::{Key, Map};
 use cel::{Context, ExecutionError, Program, Value};
@@ -74,6 +74,15 @@ const BOOLEAN_FUNCTIONS: &[&str] = &[
     "matches",
 ];
 
+/// Deepest nesting a rule may have, in brackets of its text and in levels of its tree.
+/// The `cel` crate parses and evaluates recursively, so a catalog could otherwise crash
+/// the server with a rule like `((((…))))`; real rules nest a handful of levels.
+const MAX_NESTING: usize = 32;
+
+/// The parser runs on its own thread with this much stack: its frames are large, and the
+/// depth it reaches is bounded by [`MAX_NESTING`] only after the bracket check.
+const PARSER_STACK: usize = 64 << 20;
+
 /// A compiled rule, ready to be evaluated against many candidate bundles.
 #[derive(Debug)]
 pub struct CelRule {
@@ -84,7 +93,29 @@ impl CelRule {
     /// Parses and checks `rule`. Errors are compile errors, which make the whole resolution
     /// fail (§2.7), unlike evaluation errors.
     pub fn compile(rule: &str) -> Result<CelRule, String> {
-        let program = Program::compile(rule).map_err(|e| e.to_string().trim().to_owned())?;
+        if bracket_depth(rule) > MAX_NESTING {
+            return Err(format!(
+                "cel expression nests deeper than {MAX_NESTING} levels"
+            ));
+        }
+        // A tree that is too deep is also dropped on the large stack: dropping recurses.
+        let program = std::thread::scope(|scope| {
+            std::thread::Builder::new()
+                .stack_size(PARSER_STACK)
+                .spawn_scoped(scope, || {
+                    let program = Program::compile(rule).map_err(|e| e.to_string())?;
+                    if tree_depth(program.expression()) > MAX_NESTING {
+                        return Err(format!(
+                            "cel expression nests deeper than {MAX_NESTING} levels"
+                        ));
+                    }
+                    Ok(program)
+                })
+                .map_err(|e| format!("cannot start the cel parser: {e}"))?
+                .join()
+                .map_err(|_| "the cel parser failed".to_owned())?
+        })
+        .map_err(|e| e.trim().to_owned())?;
         check_names(program.expression(), &mut vec![PROPERTIES.to_owned()])?;
         if !is_boolean(program.expression()) {
             return Err("cel expressions must have type Bool".to_owned());
@@ -106,6 +137,72 @@ impl CelRule {
             return false;
         }
         matches!(self.program.execute(&context), Ok(Value::Bool(true)))
+    }
+}
+
+/// The deepest bracket nesting of `rule` outside string literals.
+fn bracket_depth(rule: &str) -> usize {
+    let (mut depth, mut deepest) = (0usize, 0);
+    let mut quote: Option<char> = None;
+    let mut escaped = false;
+    for c in rule.chars() {
+        match quote {
+            Some(_) if escaped => escaped = false,
+            Some(_) if c == '\\' => escaped = true,
+            Some(q) if c == q => quote = None,
+            Some(_) => {}
+            None => match c {
+                '\'' | '"' => quote = Some(c),
+                '(' | '[' | '{' => {
+                    depth += 1;
+                    deepest = deepest.max(depth);
+                }
+                ')' | ']' | '}' => depth = depth.saturating_sub(1),
+                _ => {}
+            },
+        }
+    }
+    deepest
+}
+
+/// The depth of the parsed tree, computed without recursion since it is not bounded yet.
+fn tree_depth(root: &IdedExpr) -> usize {
+    let mut deepest = 0;
+    let mut stack = vec![(root, 1usize)];
+    while let Some((e, depth)) = stack.pop() {
+        deepest = deepest.max(depth);
+        stack.extend(children(e).into_iter().map(|c| (c, depth + 1)));
+    }
+    deepest
+}
+
+fn entry_children(entry: &IdedEntryExpr) -> Vec<&IdedExpr> {
+    match &entry.expr {
+        EntryExpr::MapEntry(m) => vec![&m.key, &m.value],
+        EntryExpr::StructField(f) => vec![&f.value],
+    }
+}
+
+fn children(e: &IdedExpr) -> Vec<&IdedExpr> {
+    match &e.expr {
+        Expr::Call(call) => call
+            .target
+            .as_deref()
+            .into_iter()
+            .chain(&call.args)
+            .collect(),
+        Expr::Comprehension(c) => vec![
+            &c.iter_range,
+            &c.accu_init,
+            &c.loop_cond,
+            &c.loop_step,
+            &c.result,
+        ],
+        Expr::List(list) => list.elements.iter().collect(),
+        Expr::Map(map) => map.entries.iter().flat_map(entry_children).collect(),
+        Expr::Struct(st) => st.entries.iter().flat_map(entry_children).collect(),
+        Expr::Select(select) => vec![&select.operand],
+        Expr::Ident(_) | Expr::Literal(_) | Expr::Unspecified => Vec::new(),
     }
 }
 
@@ -309,5 +406,26 @@ mod tests {
         );
         assert_eq!(err("nope == 1"), "undeclared reference to 'nope'");
         assert!(!err("properties.exists(").is_empty());
+    }
+
+    /// Deep rules from a catalog must be refused, never overflow the stack.
+    #[test]
+    fn nesting_is_bounded() {
+        let too_deep = "cel expression nests deeper than 32 levels";
+        let err = |rule: &str| CelRule::compile(rule).expect_err(rule);
+        assert_eq!(
+            err(&format!("{}true{}", "(".repeat(33), ")".repeat(33))),
+            too_deep
+        );
+        assert_eq!(err(&"(".repeat(100_000)), too_deep);
+        assert_eq!(err(&format!("{}1 == 1", "1 + ".repeat(16_000))), too_deep);
+        assert_eq!(err(&format!("properties{}", ".a".repeat(30_000))), too_deep);
+        // Brackets inside string literals do not count.
+        let quoted = format!("'{}' == 'x'", "(".repeat(100));
+        assert!(!CelRule::compile(&quoted).expect("valid").matches(&[]));
+        let deepest = format!("{}1 == 1", "1 + ".repeat(29));
+        assert!(!CelRule::compile(&deepest).expect("31 levels").matches(&[]));
+        let long_and = format!("{}true", "true && ".repeat(16_000));
+        assert!(CelRule::compile(&long_and).expect("balanced").matches(&[]));
     }
 }

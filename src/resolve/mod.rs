@@ -4,12 +4,16 @@
 //!   versions live in [`crate::catalog::semver`], shared with catalog validation);
 //! - [`olm_constraint`], [`predicate`], [`cel_rule`]: requirements and what satisfies them;
 //! - [`solver`]: variables and constraints, the preference search and explanations;
-//! - [`classic`]: OLM classic resolution of a namespace's subscriptions.
+//! - [`classic`]: OLM classic resolution of a namespace's subscriptions;
+//! - [`v1`]: OLM v1 resolution of one ClusterExtension;
+//! - [`openshift`]: the `olm.maxOpenShiftVersion` upgrade checks.
 pub mod cel_rule;
 pub mod classic;
 pub mod olm_constraint;
+pub mod openshift;
 pub mod predicate;
 pub mod solver;
+pub mod v1;
 pub mod version_constraint;
 
 pub use cel_rule::CelRule;

@@ -122,8 +122,9 @@ fn at_most(solver: &mut Solver<'static>, a: Lit, n: usize, xs: &[Lit]) {
         .map(|_| (0..n).map(|_| solver.new_lit()).collect())
         .collect();
     solver.add_clause(&[!a, !xs[0], s[0][0]]);
-    for j in 1..n {
-        solver.add_clause(&[!a, !s[0][j]]);
+    // The first variable alone never counts past one.
+    for &count in &s[0][1..] {
+        solver.add_clause(&[!a, !count]);
     }
     for i in 1..m - 1 {
         solver.add_clause(&[!a, !xs[i], s[i][0]]);
