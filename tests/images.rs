@@ -259,3 +259,54 @@ fn a_blob_that_does_not_match_its_digest_is_refused() {
         "only the config may be cached: {cached:?}"
     );
 }
+
+/// Bundle images built from the upstream bundle directories render exactly as the
+/// directories do (with the image reference as the bundle's image), by tag and by digest,
+/// and can be added to a catalog straight from the registry.
+#[test]
+fn bundle_images_render_like_their_directories() {
+    let Some(bundles) = common::shared_testdata("upstream/render-bundles") else {
+        return;
+    };
+    let reg = TestRegistry::plain();
+    let cache = tempfile::tempdir().unwrap();
+    let flags = [
+        "--insecure-registry",
+        &reg.addr,
+        "--image-cache-dir",
+        cache.path().to_str().unwrap(),
+    ];
+    let catalog = tempfile::tempdir().unwrap();
+    for version in ["0.1.0", "0.2.0"] {
+        let dir = bundles.join(format!("foo-bundle-v{version}"));
+        let tag = format!("{}/bundles/foo:v{version}", reg.addr);
+        let mut args = vec!["build", "bundle", dir.to_str().unwrap(), "--tag", &tag];
+        args.extend_from_slice(&flags);
+        let (code, stdout, stderr) = run(&args);
+        assert_eq!(code, 0, "{stderr}");
+        let digest = stdout.trim().rsplit_once('@').unwrap().1.to_owned();
+        let by_digest = format!("{}/bundles/foo@{digest}", reg.addr);
+
+        let (_, from_dir, _) = run(&["render", dir.to_str().unwrap()]);
+        for reference in [&tag, &by_digest] {
+            let mut args = vec!["render", reference.as_str()];
+            args.extend_from_slice(&flags);
+            let (code, from_image, stderr) = run(&args);
+            assert_eq!(code, 0, "{stderr}");
+            let mut expected: serde_json::Value = serde_json::from_str(&from_dir).unwrap();
+            expected["image"] = serde_json::Value::String(reference.clone());
+            // The image is also one of the related images.
+            let related = expected["relatedImages"].as_array_mut().unwrap();
+            related.push(serde_json::json!({"name": "", "image": reference}));
+            related.sort_by(|a, b| a["image"].as_str().cmp(&b["image"].as_str()));
+            let got: serde_json::Value = serde_json::from_str(&from_image).unwrap();
+            assert_eq!(got, expected, "{reference}");
+        }
+
+        let mut args = vec!["add", catalog.path().to_str().unwrap(), &tag];
+        args.extend_from_slice(&flags);
+        let (code, _, stderr) = run(&args);
+        assert_eq!(code, 0, "{stderr}");
+    }
+    assert_eq!(run(&["validate", catalog.path().to_str().unwrap()]).0, 0);
+}

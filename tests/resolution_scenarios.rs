@@ -803,7 +803,11 @@ fn classic_expectation(
             Err(ClassicError::Unsatisfiable(SolveError::Unsatisfiable { messages })) => messages,
             other => return Err(format!("expected unsatisfiable, got {other:?}")),
         };
-        let text = got.as_ref().err().map(ToString::to_string).unwrap_or_default();
+        let text = got
+            .as_ref()
+            .err()
+            .map(ToString::to_string)
+            .unwrap_or_default();
         if let Some(exact) = field(unsat, "exact").or_else(|| field(unsat, "exact_derived")) {
             let mut want = list(exact);
             want.sort();
@@ -1536,17 +1540,36 @@ fn openshift_never_resolves() -> Check {
 #[test]
 #[ignore]
 fn zz_probe_speed() {
-    let dc = olm_registry::catalog::walk::load_dir(std::path::Path::new("/tmp/synth-large")).expect("load");
+    let dc = olm_registry::catalog::walk::load_dir(std::path::Path::new("/tmp/synth-large"))
+        .expect("load");
     let t = std::time::Instant::now();
     let request = ClassicRequest {
         namespace: "ns".into(),
-        catalogs: vec![CatalogSource { name: "c".into(), namespace: "ns".into(), priority: 0, content: &dc }],
-        subscriptions: dc.packages.iter().take(50).map(|p| Subscription {
-            name: p.name.clone(), package: p.name.clone(), channel: String::new(),
-            source: "c".into(), source_namespace: "ns".into(), ..Default::default()
-        }).collect(),
+        catalogs: vec![CatalogSource {
+            name: "c".into(),
+            namespace: "ns".into(),
+            priority: 0,
+            content: &dc,
+        }],
+        subscriptions: dc
+            .packages
+            .iter()
+            .take(50)
+            .map(|p| Subscription {
+                name: p.name.clone(),
+                package: p.name.clone(),
+                channel: String::new(),
+                source: "c".into(),
+                source_namespace: "ns".into(),
+                ..Default::default()
+            })
+            .collect(),
         ..Default::default()
     };
     let r = classic::resolve(&request);
-    println!("PROBE {:?} {:?}", t.elapsed(), r.as_ref().map(|v| v.len()).map_err(|e| e.to_string()));
+    println!(
+        "PROBE {:?} {:?}",
+        t.elapsed(),
+        r.as_ref().map(|v| v.len()).map_err(|e| e.to_string())
+    );
 }

@@ -139,6 +139,15 @@ pub struct DeclarativeConfig {
 }
 
 impl DeclarativeConfig {
+    /// Adds every document of `other` (no de-duplication, as opm render concatenates).
+    pub fn append(&mut self, other: DeclarativeConfig) {
+        self.packages.extend(other.packages);
+        self.channels.extend(other.channels);
+        self.bundles.extend(other.bundles);
+        self.deprecations.extend(other.deprecations);
+        self.others.extend(other.others);
+    }
+
     pub fn push(&mut self, doc: Document) {
         match doc {
             Document::Package(p) => self.packages.push(p),

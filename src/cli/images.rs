@@ -1,6 +1,11 @@
-//! Image options shared by the commands that pull or push, and fetching a catalog image.
+//! Image options shared by the commands that pull or push, and reading any image as FBC.
+use crate::bundle::dir::BundleDir;
+use crate::bundle::render::render;
+use crate::bundle::sqlite;
+use crate::catalog::{self, DeclarativeConfig};
 use crate::image::{self, ClientOptions, ImageRef, Registry};
 use clap::Args;
+use std::io::Write;
 use std::path::PathBuf;
 
 #[derive(Args, Clone, Debug, Default)]
@@ -44,48 +49,85 @@ impl ImageArgs {
     }
 }
 
-/// A catalog image unpacked into a private directory (removed when dropped).
+/// An image's content as a file-based catalog in a private directory (removed when dropped).
 pub struct UnpackedCatalog {
     _dir: tempfile::TempDir,
-    /// The FBC root inside it (the directory the image's configs label names).
+    /// The FBC root.
     pub root: PathBuf,
 }
 
-/// Pulls a catalog image and unpacks it; the FBC root comes from its
-/// `operators.operatorframework.io.index.configs.v1` label.
-pub async fn fetch_catalog(
-    registry: &Registry,
-    reference: &str,
-) -> Result<UnpackedCatalog, String> {
-    let image_ref = ImageRef::parse(reference)?;
-    let pulled = registry.pull(&image_ref).await?;
-    let Some(configs) = pulled.labels.get(image::LABEL_FBC) else {
-        if pulled.labels.contains_key(image::LABEL_INDEX_DB) {
+/// Pulls an image and makes an FBC directory of it, whatever its kind (found by its labels):
+/// a catalog image gives the directory its `…index.configs.v1` label names; a bundle image
+/// is rendered to an `olm.bundle` whose image is `reference`; a legacy index image's
+/// database is converted.
+pub async fn fetch_as_fbc(registry: &Registry, reference: &str) -> Result<UnpackedCatalog, String> {
+    let Unpacked {
+        dir,
+        content,
+        labels,
+    } = pull_unpacked(registry, reference).await?;
+    let inside = |label: &str| content.join(label.trim_start_matches('/'));
+    let labels = &labels;
+    if let Some(configs) = labels.get(image::LABEL_FBC) {
+        let root = inside(configs);
+        if !root.is_dir() {
             return Err(format!(
-                "{reference}: sqlite-based index images are no longer supported, migrate to a file-based catalog"
+                "{reference}: its {} label names {configs}, which the image does not contain",
+                image::LABEL_FBC
             ));
         }
-        if pulled.labels.contains_key(image::LABEL_BUNDLE_PACKAGE) {
-            return Err(format!(
-                "{reference} is a bundle image, not a catalog image"
-            ));
+        return Ok(UnpackedCatalog { _dir: dir, root });
+    }
+    let dc = if labels.contains_key(image::LABEL_BUNDLE_PACKAGE) {
+        let bundle = BundleDir::read(&content).map_err(|e| format!("{reference}: {e}"))?;
+        DeclarativeConfig {
+            bundles: vec![render(&bundle, reference)],
+            ..Default::default()
         }
+    } else if let Some(db) = labels.get(image::LABEL_INDEX_DB) {
+        sqlite::load(&inside(db)).map_err(|e| format!("{reference}: {e}"))?
+    } else if labels.is_empty() {
         return Err(format!(
-            "{reference}: not a catalog image (no {} label)",
-            image::LABEL_FBC
+            "{reference}: image type could not be determined: image has no labels"
+        ));
+    } else {
+        let names: Vec<&str> = labels.keys().map(String::as_str).collect();
+        return Err(format!(
+            "{reference}: image type could not be determined, found labels {}",
+            names.join(", ")
         ));
     };
+    let root = dir.path().join("catalog");
+    std::fs::create_dir_all(&root).map_err(|e| format!("{}: {e}", root.display()))?;
+    let file = root.join("catalog.json");
+    let mut out = std::io::BufWriter::new(
+        std::fs::File::create(&file).map_err(|e| format!("{}: {e}", file.display()))?,
+    );
+    catalog::write::write_json(&dc, &mut out)
+        .and_then(|()| out.flush())
+        .map_err(|e| format!("{}: {e}", file.display()))?;
+    Ok(UnpackedCatalog { _dir: dir, root })
+}
+
+/// An image's file system in a private directory (removed when dropped), and its labels.
+pub struct Unpacked {
+    pub dir: tempfile::TempDir,
+    pub content: PathBuf,
+    pub labels: std::collections::BTreeMap<String, String>,
+}
+
+pub async fn pull_unpacked(registry: &Registry, reference: &str) -> Result<Unpacked, String> {
+    let image_ref = ImageRef::parse(reference)?;
+    let pulled = registry.pull(&image_ref).await?;
     let dir = tempfile::Builder::new()
         .prefix("olm-registry-image-")
         .tempdir()
         .map_err(|e| format!("creating a directory for {reference}: {e}"))?;
-    image::unpack(&pulled, dir.path())?;
-    let root = dir.path().join(configs.trim_start_matches('/'));
-    if !root.is_dir() {
-        return Err(format!(
-            "{reference}: its {} label names {configs}, which the image does not contain",
-            image::LABEL_FBC
-        ));
-    }
-    Ok(UnpackedCatalog { _dir: dir, root })
+    let content = dir.path().join("image");
+    image::unpack(&pulled, &content)?;
+    Ok(Unpacked {
+        dir,
+        content,
+        labels: pulled.labels,
+    })
 }

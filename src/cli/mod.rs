@@ -1,5 +1,6 @@
 //! The command line. Each command is a thin call into the modules that do the work; where
 //! opm has the same command, its flags and defaults are accepted (opm-cli.md).
+mod add;
 mod build;
 mod images;
 mod migrate;
@@ -41,6 +42,7 @@ enum Command {
     Render(render::RenderArgs),
     Migrate(migrate::MigrateArgs),
     Build(build::BuildArgs),
+    Add(add::AddArgs),
     /// Check a server's health like grpc_health_probe (also runs when invoked as `grpc_health_probe`).
     HealthProbe {
         /// grpc_health_probe flags, e.g. -addr=:50051 -service=Registry -connect-timeout=1s -rpc-timeout=1s.
@@ -75,8 +77,9 @@ pub fn main() -> i32 {
     match cli.command {
         Command::Serve(args) => serve::run(args, cli.use_http, cli.skip_tls_verify),
         Command::Build(args) => build::run(args, cli.use_http, cli.skip_tls_verify),
+        Command::Add(args) => add::run(args, cli.use_http, cli.skip_tls_verify),
         Command::Validate(args) => validate::run(args),
-        Command::Render(args) => render::run(args),
+        Command::Render(args) => render::run(args, cli.use_http, cli.skip_tls_verify),
         Command::Migrate(args) => migrate::run(args),
         Command::HealthProbe { args } => probe::run(&args),
         Command::Version => {

@@ -1,10 +1,14 @@
 use super::Format;
+use super::images::{ImageArgs, fetch_as_fbc};
 use crate::bundle::migrate::{MigrationLevel, migrate};
 use crate::bundle::source::Source;
 use crate::bundle::template::ImageTemplate;
-use crate::catalog::{self, DeclarativeConfig};
+use crate::catalog::decode::describe_load_errors;
+use crate::catalog::{self, DeclarativeConfig, walk};
+use crate::image::Registry;
 use clap::Args;
 use std::io::Write;
+use std::path::Path;
 
 /// Render catalogs and bundles as one file-based catalog on stdout.
 ///
@@ -14,7 +18,8 @@ use std::io::Write;
 /// per package, canonical JSON.
 #[derive(Args)]
 pub struct RenderArgs {
-    /// FBC directories, bundle directories or index.db files to render (images: not supported yet).
+    /// FBC directories, bundle directories, index.db files, or images (catalog, bundle or
+    /// legacy index images, by registry reference or oci:DIR[:TAG]).
     #[arg(required = true)]
     refs: Vec<String>,
     #[arg(short, long, value_enum, default_value = "json")]
@@ -29,10 +34,12 @@ pub struct RenderArgs {
     /// and {{.Version}}.
     #[arg(long, hide = true)]
     alpha_image_ref_template: Option<String>,
+    #[command(flatten)]
+    image: ImageArgs,
 }
 
-pub fn run(args: RenderArgs) -> i32 {
-    match render(&args) {
+pub fn run(args: RenderArgs, use_http: bool, skip_tls_verify: bool) -> i32 {
+    match render(&args, use_http, skip_tls_verify) {
         Ok(()) => 0,
         Err(message) => {
             eprintln!("error: {message}");
@@ -41,7 +48,7 @@ pub fn run(args: RenderArgs) -> i32 {
     }
 }
 
-fn render(args: &RenderArgs) -> Result<(), String> {
+fn render(args: &RenderArgs, use_http: bool, skip_tls_verify: bool) -> Result<(), String> {
     let level = MigrationLevel::from_flags(args.migrate_level.as_deref(), args.migrate)?;
     let template: Option<ImageTemplate> = args
         .alpha_image_ref_template
@@ -49,19 +56,28 @@ fn render(args: &RenderArgs) -> Result<(), String> {
         .map(str::parse)
         .transpose()?;
     let mut dc = DeclarativeConfig::default();
+    let mut images: Option<(tokio::runtime::Runtime, Registry)> = None;
     for r in &args.refs {
+        if !Path::new(r).exists() {
+            if images.is_none() {
+                let runtime = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .map_err(|e| format!("starting the runtime: {e}"))?;
+                images = Some((runtime, args.image.registry(use_http, skip_tls_verify)?));
+            }
+            let (runtime, registry) = images.as_ref().expect("set above");
+            let unpacked = runtime.block_on(fetch_as_fbc(registry, r))?;
+            dc.append(walk::load_dir(&unpacked.root).map_err(|e| describe_load_errors(&e))?);
+            continue;
+        }
         let source = Source::detect(r)?;
         if let Source::PackageManifests(_) = source {
             return Err(format!(
                 "ref {r:?} is a legacy package-manifest tree: convert it with `migrate {r} <output-dir>`"
             ));
         }
-        let loaded = source.load(template.as_ref())?;
-        dc.packages.extend(loaded.packages);
-        dc.channels.extend(loaded.channels);
-        dc.bundles.extend(loaded.bundles);
-        dc.deprecations.extend(loaded.deprecations);
-        dc.others.extend(loaded.others);
+        dc.append(source.load(template.as_ref())?);
     }
     migrate(&mut dc, level)?;
     let stdout = std::io::stdout();

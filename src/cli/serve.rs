@@ -1,4 +1,4 @@
-use super::images::{ImageArgs, fetch_catalog};
+use super::images::{ImageArgs, fetch_as_fbc};
 use crate::image::Registry;
 use crate::server;
 use crate::store::cache::{self, CacheError, CacheOptions, Loaded, Outcome};
@@ -111,7 +111,7 @@ fn serve(args: &ServeArgs, use_http: bool, skip_tls_verify: bool) -> Result<(), 
             Source::Image(registry, reference) => {
                 info!(image = %reference, "pulling catalog image");
                 let unpacked = tokio::runtime::Handle::current()
-                    .block_on(fetch_catalog(registry, reference))
+                    .block_on(fetch_as_fbc(registry, reference))
                     .map_err(CacheError::Io)?;
                 (unpacked.root.clone(), Some(unpacked))
             }
