@@ -14,8 +14,10 @@ use oci_client::manifest::{OciDescriptor, OciImageManifest, OciManifest};
 use oci_client::secrets::RegistryAuth;
 use oci_client::{Client, Reference};
 use std::collections::BTreeMap;
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
+use tokio_stream::StreamExt;
 
 /// How to reach registries.
 #[derive(Clone, Debug, Default)]
@@ -308,19 +310,21 @@ impl Registry {
         if self.cache.has_blob(&layer.digest) {
             return self.cache.blob_path(&layer.digest);
         }
+        // The stream checks the bytes against the digest as they arrive and fails at the end
+        // when they differ; only then is the file moved into the cache.
         let tmp = retry(what, || async {
-            let tmp = self
+            let mut tmp = self
                 .cache
                 .temp_blob()
                 .map_err(|e| OciDistributionError::GenericError(Some(e)))?;
-            let file = tokio::fs::File::create(tmp.path()).await?;
-            self.client.pull_blob(r, layer, file).await?;
+            let mut stream = self.client.pull_blob_stream(r, layer).await?;
+            while let Some(chunk) = stream.next().await {
+                tmp.write_all(&chunk?)?;
+            }
             Ok(tmp)
         })
         .await?;
-        self.cache
-            .adopt_blob(&layer.digest, tmp)
-            .map_err(|e| format!("{what}: {e}"))
+        self.cache.adopt_verified_blob(&layer.digest, tmp)
     }
 
     /// Pushes a built image; returns its manifest digest.

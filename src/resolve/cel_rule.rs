@@ -14,6 +14,8 @@ use cel::{Context, ExecutionError, Program, Value};
 use crate::catalog::semver::Version;
 use crate::catalog::types::Property;
 
+use super::predicate::decode;
+
 const PROPERTIES: &str = "properties";
 const SEMVER_COMPARE: &str = "semver_compare";
 
@@ -126,8 +128,17 @@ impl CelRule {
     /// Whether the rule holds for a bundle with `properties`. An evaluation error or a
     /// non-boolean result means "does not match", never an error (§6.3).
     pub fn matches(&self, properties: &[Property]) -> bool {
+        self.matches_decoded(properties, &decode(properties))
+    }
+
+    /// [`CelRule::matches`] with the property values already decoded by [`decode`].
+    pub fn matches_decoded(
+        &self,
+        properties: &[Property],
+        values: &[Option<serde_json::Value>],
+    ) -> bool {
         let mut context = Context::default();
-        context.add_variable_from_value(PROPERTIES, properties_value(properties));
+        context.add_variable_from_value(PROPERTIES, properties_value(properties, values));
         if context
             .add_function(SEMVER_COMPARE, |Arguments(args): Arguments| {
                 semver_compare(&args)
@@ -267,37 +278,36 @@ fn is_boolean(e: &IdedExpr) -> bool {
 
 /// The activation of §6.3: one `{type, value}` map per property, values JSON-decoded with
 /// every number a double; a value that is not JSON becomes null.
-fn properties_value(properties: &[Property]) -> Value {
+fn properties_value(properties: &[Property], values: &[Option<serde_json::Value>]) -> Value {
     let list = properties
         .iter()
-        .map(
-            |p| match serde_json::from_str::<serde_json::Value>(&p.value) {
-                Ok(value) => {
-                    let mut map = HashMap::with_capacity(2);
-                    map.insert(Key::from("type"), Value::from(p.kind.as_str()));
-                    map.insert(Key::from("value"), json_value(value));
-                    Value::Map(Map { map: Arc::new(map) })
-                }
-                Err(_) => Value::Null,
-            },
-        )
+        .zip(values)
+        .map(|(p, value)| match value {
+            Some(value) => {
+                let mut map = HashMap::with_capacity(2);
+                map.insert(Key::from("type"), Value::from(p.kind.as_str()));
+                map.insert(Key::from("value"), json_value(value));
+                Value::Map(Map { map: Arc::new(map) })
+            }
+            None => Value::Null,
+        })
         .collect();
     Value::List(Arc::new(list))
 }
 
-fn json_value(v: serde_json::Value) -> Value {
+fn json_value(v: &serde_json::Value) -> Value {
     match v {
         serde_json::Value::Null => Value::Null,
-        serde_json::Value::Bool(b) => Value::Bool(b),
+        serde_json::Value::Bool(b) => Value::Bool(*b),
         serde_json::Value::Number(n) => Value::Float(n.as_f64().unwrap_or(f64::NAN)),
-        serde_json::Value::String(s) => Value::from(s),
+        serde_json::Value::String(s) => Value::from(s.as_str()),
         serde_json::Value::Array(items) => {
-            Value::List(Arc::new(items.into_iter().map(json_value).collect()))
+            Value::List(Arc::new(items.iter().map(json_value).collect()))
         }
         serde_json::Value::Object(fields) => {
             let map = fields
-                .into_iter()
-                .map(|(k, v)| (Key::from(k), json_value(v)))
+                .iter()
+                .map(|(k, v)| (Key::from(k.as_str()), json_value(v)))
                 .collect::<HashMap<_, _>>();
             Value::Map(Map { map: Arc::new(map) })
         }
@@ -406,6 +416,25 @@ mod tests {
         );
         assert_eq!(err("nope == 1"), "undeclared reference to 'nope'");
         assert!(!err("properties.exists(").is_empty());
+    }
+
+    #[test]
+    fn arithmetic_and_regex_errors_do_not_match() {
+        for rule in [
+            "1 / 0 == 1",
+            "9223372036854775807 + 1 == 0",
+            "-9223372036854775808 / -1 == 1",
+            "-9223372036854775808 % -1 == 0",
+            "properties[5].type == 'x'",
+            "'a'.matches('(')",
+            "size(properties) / 0 == 0",
+            "int('x') == 1",
+            "18446744073709551615u + 1u == 0u",
+            "int(1e100) == 1",
+            "semver_compare('1.0.0') == 0",
+        ] {
+            assert!(!CelRule::compile(rule).expect(rule).matches(&[]), "{rule}");
+        }
     }
 
     /// Deep rules from a catalog must be refused, never overflow the stack.

@@ -18,6 +18,17 @@ pub struct Subject<'a> {
     /// The entry's own (tolerantly parsed) version, if it has one.
     pub version: Option<&'a Version>,
     pub properties: &'a [Property],
+    /// `properties[i]`'s value decoded by [`decode`], `None` when it is not JSON. Decoded
+    /// once per entry because an entry is tested against many requirements.
+    pub values: &'a [Option<serde_json::Value>],
+}
+
+/// The JSON values of `properties`, in order.
+pub fn decode(properties: &[Property]) -> Vec<Option<serde_json::Value>> {
+    properties
+        .iter()
+        .map(|p| serde_json::from_str(&p.value).ok())
+        .collect()
 }
 
 #[derive(Debug)]
@@ -52,25 +63,25 @@ impl Predicate {
                 version,
                 kind,
             } => values_of(s, GVK).any(|v| {
-                str_field(&v, "group") == Some(group)
-                    && str_field(&v, "version") == Some(version)
-                    && str_field(&v, "kind") == Some(kind)
+                str_field(v, "group") == Some(group)
+                    && str_field(v, "version") == Some(version)
+                    && str_field(v, "kind") == Some(kind)
             }),
             Predicate::Package { name, range, .. } => {
                 let named = s.package == name
-                    || values_of(s, PACKAGE).any(|v| str_field(&v, "packageName") == Some(name));
+                    || values_of(s, PACKAGE).any(|v| str_field(v, "packageName") == Some(name));
                 // `olm.package` versions are parsed strictly; the entry's own tolerantly.
                 let in_range = values_of(s, PACKAGE).any(|v| {
-                    str_field(&v, "version")
+                    str_field(v, "version")
                         .and_then(|text| Version::parse(text).ok())
                         .is_some_and(|version| range.contains(&version))
                 }) || s.version.is_some_and(|v| range.contains(v));
                 named && in_range
             }
             Predicate::Label(label) => {
-                values_of(s, LABEL).any(|v| str_field(&v, "label") == Some(label))
+                values_of(s, LABEL).any(|v| str_field(v, "label") == Some(label))
             }
-            Predicate::Cel { program, .. } => program.matches(s.properties),
+            Predicate::Cel { program, .. } => program.matches_decoded(s.properties, s.values),
             Predicate::All(children) => children.iter().all(|c| c.matches(s)),
             Predicate::Any(children) => children.iter().any(|c| c.matches(s)),
             Predicate::Not(children) => !children.iter().any(|c| c.matches(s)),
@@ -80,11 +91,12 @@ impl Predicate {
 
 /// The decoded values of the subject's properties of type `kind`; undecodable ones are
 /// skipped, as they can never match.
-fn values_of<'a>(s: &Subject<'a>, kind: &'a str) -> impl Iterator<Item = serde_json::Value> + 'a {
+fn values_of<'a>(s: &Subject<'a>, kind: &'a str) -> impl Iterator<Item = &'a serde_json::Value> {
     s.properties
         .iter()
-        .filter(move |p| p.kind == kind)
-        .filter_map(|p| serde_json::from_str(&p.value).ok())
+        .zip(s.values)
+        .filter(move |(p, _)| p.kind == kind)
+        .filter_map(|(_, v)| v.as_ref())
 }
 
 fn str_field<'v>(v: &'v serde_json::Value, key: &str) -> Option<&'v str> {
@@ -173,29 +185,35 @@ mod tests {
             range_text: ">=1.0.0".into(),
             range: Range::parse(">=1.0.0").expect("valid"),
         };
-        let props = [prop(PACKAGE, r#"{"packageName":"foo","version":"1.2.0"}"#)];
-        let subject = |package, version, properties| Subject {
-            package,
-            version,
-            properties,
+        let matches = |package, version, properties: &[Property]| {
+            p.matches(&Subject {
+                package,
+                version,
+                properties,
+                values: &decode(properties),
+            })
         };
-        assert!(p.matches(&subject("", None, &props)));
+        let props = [prop(PACKAGE, r#"{"packageName":"foo","version":"1.2.0"}"#)];
+        assert!(matches("", None, &props));
         let old = Version::parse("0.5.0").expect("valid");
         let new = Version::parse("1.5.0").expect("valid");
-        assert!(p.matches(&subject("foo", Some(&new), &[])));
-        assert!(!p.matches(&subject("foo", Some(&old), &[])));
-        assert!(!p.matches(&subject("bar", Some(&new), &[])));
+        assert!(matches("foo", Some(&new), &[]));
+        assert!(!matches("foo", Some(&old), &[]));
+        assert!(!matches("bar", Some(&new), &[]));
+        // `olm.package` versions are parsed strictly.
         let loose = [prop(PACKAGE, r#"{"packageName":"foo","version":"v1.2"}"#)];
-        assert!(!p.matches(&subject("foo", None, &loose)));
+        assert!(!matches("foo", None, &loose));
     }
 
     #[test]
     fn labels_and_quoting() {
         let l = Predicate::Label("beta".into());
+        let properties = [prop(LABEL, r#"{"label":"beta"}"#)];
         assert!(l.matches(&Subject {
             package: "",
             version: None,
-            properties: &[prop(LABEL, r#"{"label":"beta"}"#)],
+            properties: &properties,
+            values: &decode(&properties),
         }));
         assert_eq!(l.to_string(), "with label: beta");
         assert_eq!(go_quote("a \"b\"\n\u{1}é"), r#""a \"b\"\n\x01é""#);

@@ -358,16 +358,28 @@ impl<'u> Builder<'u> {
                 info.namespace.as_str(),
             )
         });
+        let mut rank = vec![0; catalogs.len()];
+        for (position, &c) in catalogs.iter().enumerate() {
+            rank[c] = position;
+        }
+        let satisfies = |e: &usize| predicate.matches(&self.u.entries[*e].subject());
+        let mut groups: Vec<usize> = match self.u.index.candidates(predicate) {
+            Some(candidates) => candidates
+                .iter()
+                .filter(|e| satisfies(e))
+                .map(|&e| self.u.group_of[e])
+                .collect(),
+            None => (0..self.u.entries.len())
+                .filter(satisfies)
+                .map(|e| self.u.group_of[e])
+                .collect(),
+        };
+        groups.sort_by_key(|&g| (rank[self.u.groups[g].catalog], self.u.group_rank[g]));
+        groups.dedup();
         let mut providers = Vec::new();
-        for c in catalogs {
-            for &g in &self.u.catalog_groups[c] {
-                let satisfies = |e: &usize| predicate.matches(&self.u.entries[*e].subject());
-                if !self.u.groups[g].entries.iter().any(satisfies) {
-                    continue;
-                }
-                let chain = self.u.chain(g).map_err(ClassicError::Invalid)?;
-                providers.extend(chain.iter().copied().filter(satisfies));
-            }
+        for g in groups {
+            let chain = self.u.chain(g).map_err(ClassicError::Invalid)?;
+            providers.extend(chain.iter().copied().filter(satisfies));
         }
         Ok(providers)
     }
@@ -379,8 +391,8 @@ impl<'u> Builder<'u> {
         let mut packages: BTreeMap<String, Vec<String>> = BTreeMap::new();
         for &e in &self.order {
             let entry = &self.u.entries[e];
-            for p in &entry.properties {
-                let Ok(value) = serde_json::from_str::<serde_json::Value>(&p.value) else {
+            for (p, value) in entry.properties.iter().zip(&entry.values) {
+                let Some(value) = value else {
                     continue;
                 };
                 let field = |k: &str| value.get(k).and_then(|v| v.as_str()).unwrap_or_default();

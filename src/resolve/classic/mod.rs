@@ -4,6 +4,7 @@
 //! preference.
 mod builder;
 pub mod chain;
+mod index;
 mod request;
 mod requirements;
 mod universe;
@@ -56,3 +57,6 @@ pub fn resolve(req: &ClassicRequest<'_>) -> Result<Vec<ResolvedOperator>, Classi
         })
         .collect())
 }
+
+#[cfg(test)]
+mod tests;

@@ -9,9 +9,10 @@ use serde_json::json;
 use crate::catalog::property::{GVK, GVK_REQUIRED, PACKAGE};
 use crate::catalog::semver::Version;
 use crate::catalog::types::{Bundle, Property};
-use crate::resolve::predicate::Subject;
+use crate::resolve::predicate::{Subject, decode};
 
 use super::chain::sort_channel;
+use super::index::ProviderIndex;
 use super::request::{ClassicRequest, Gvk, InstalledCsv, UpgradeStrategy};
 
 /// Property types that state a requirement; identical ones are deduplicated (deviation D3).
@@ -43,6 +44,8 @@ pub struct Entry {
     pub version: Option<Version>,
     pub version_text: String,
     pub properties: Vec<Property>,
+    /// `properties`' values, decoded once (see [`Subject::values`]).
+    pub values: Vec<Option<serde_json::Value>>,
     pub bundle_path: String,
     /// For `@existing` entries: whether a subscription owns the CSV.
     pub owned: bool,
@@ -54,6 +57,7 @@ impl Entry {
             package: &self.package,
             version: self.version.as_ref(),
             properties: &self.properties,
+            values: &self.values,
         }
     }
 
@@ -80,6 +84,11 @@ pub struct Universe {
     /// Per catalog, its groups in dependency-candidate order (§2.4): default channels
     /// first, then package name, then channel name.
     pub catalog_groups: Vec<Vec<usize>>,
+    /// Per entry, its group.
+    pub group_of: Vec<usize>,
+    /// Per group, its position in its catalog's `catalog_groups`.
+    pub group_rank: Vec<usize>,
+    pub index: ProviderIndex,
 }
 
 impl Universe {
@@ -93,6 +102,9 @@ impl Universe {
             entries: Vec::new(),
             groups: Vec::new(),
             catalog_groups: vec![Vec::new()],
+            group_of: Vec::new(),
+            group_rank: Vec::new(),
+            index: ProviderIndex::default(),
         };
         for csv in installed_after_pruning(req)? {
             u.add_installed(req, csv);
@@ -110,6 +122,17 @@ impl Universe {
                     .then_with(|| a.channel.cmp(&b.channel))
             });
         }
+        u.group_of = vec![0; u.entries.len()];
+        u.group_rank = vec![0; u.groups.len()];
+        for groups in &u.catalog_groups {
+            for (rank, &g) in groups.iter().enumerate() {
+                u.group_rank[g] = rank;
+                for &e in &u.groups[g].entries {
+                    u.group_of[e] = g;
+                }
+            }
+        }
+        u.index = ProviderIndex::build(&u.entries);
         Ok(u)
     }
 
@@ -190,6 +213,7 @@ impl Universe {
                 props
             }
         };
+        let properties = dedup_requirements(properties);
         let package = package_of(&properties).unwrap_or_default();
         let entry = self.entries.len();
         let group = self.push_group(Group {
@@ -213,7 +237,8 @@ impl Universe {
             skip_range: String::new(),
             version_text: csv.version.clone(),
             version,
-            properties: dedup_requirements(properties),
+            values: decode(&properties),
+            properties,
             bundle_path: String::new(),
             owned: !owners.is_empty(),
         });
@@ -296,6 +321,7 @@ fn catalog_entry(
             value: json!({"packageName": bundle.package, "version": version_text}).to_string(),
         });
     }
+    let properties = dedup_requirements(properties);
     Entry {
         id: format!("{}/{}/{channel}/{}", source.name, source.namespace, ce.name),
         catalog,
@@ -308,7 +334,8 @@ fn catalog_entry(
         skip_range: ce.skip_range.clone(),
         version: Version::parse_tolerant(&version_text).ok(),
         version_text,
-        properties: dedup_requirements(properties),
+        values: decode(&properties),
+        properties,
         bundle_path: bundle.image.clone(),
         owned: false,
     }

@@ -1,7 +1,9 @@
 //! The preference-first SAT search of classic resolution (resolution spec §2.9, §8) on
 //! varisat, and minimal explanations when there is no solution (§2.11).
 //!
-//! Each candidate is checked with a full solve under assumptions. Then every accepted guess
+//! Each candidate is checked with a full solve under assumptions, skipped when the model of
+//! the last successful solve already selects the candidate (that model is a witness that
+//! the candidate is consistent). Then every accepted guess
 //! keeps the formula satisfiable, so some alternative of each later choice is always
 //! consistent. The search never backtracks, and its answer is the first vector of choices
 //! (in queue order) that extends to a full solution, as the spec requires.
@@ -28,6 +30,7 @@ pub fn solve(problem: &[Variable]) -> Result<Vec<String>, SolveError> {
         });
     }
 
+    let mut witness = model(&enc);
     let mut selected = vec![false; problem.len()];
     let mut assumptions = base;
     let mut queue: VecDeque<Vec<usize>> = problem
@@ -45,8 +48,13 @@ pub fn solve(problem: &[Variable]) -> Result<Vec<String>, SolveError> {
             continue;
         }
         for &c in &choice {
-            assumptions.push(enc.vars[c]);
-            if check(&mut enc, &assumptions)? {
+            let lit = enc.vars[c];
+            assumptions.push(lit);
+            let witnessed = witness.get(lit.var().index()).copied().unwrap_or(false);
+            if witnessed || check(&mut enc, &assumptions)? {
+                if !witnessed {
+                    witness = model(&enc);
+                }
                 selected[c] = true;
                 queue.extend(enc.choices[c].iter().cloned());
                 break;
@@ -60,6 +68,18 @@ pub fn solve(problem: &[Variable]) -> Result<Vec<String>, SolveError> {
         .filter(|(_, s)| **s)
         .map(|(v, _)| v.id.clone())
         .collect())
+}
+
+/// The last model, as "is variable i true"; empty when there is none.
+fn model(enc: &Encoding<'_>) -> Vec<bool> {
+    let lits = enc.solver.model().unwrap_or_default();
+    let mut values = vec![false; lits.len()];
+    for lit in lits {
+        if let Some(v) = values.get_mut(lit.var().index()) {
+            *v = lit.is_positive();
+        }
+    }
+    values
 }
 
 fn check(enc: &mut Encoding<'_>, assumptions: &[Lit]) -> Result<bool, SolveError> {

@@ -201,3 +201,38 @@ fn admission_is_stricter_than_the_parser() {
         );
     }
 }
+
+/// Arbitrary text never panics any of the version grammars (deterministic pseudo-random
+/// strings over the characters the grammars care about).
+#[test]
+fn grammars_never_panic() {
+    use crate::catalog::semver::Range;
+    use crate::resolve::v1::VersionRelease;
+    const ALPHABET: &[char] = &[
+        '0', '1', '9', '.', '-', '+', 'x', 'X', '*', 'v', '~', '^', '=', '!', '<', '>', '|', ',',
+        ' ', '\t', 'a', 'é', '0',
+    ];
+    let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut next = || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    for _ in 0..20_000 {
+        let len = (next() % 16) as usize;
+        let text: String = (0..len)
+            .map(|_| ALPHABET[(next() % ALPHABET.len() as u64) as usize])
+            .collect();
+        let v = Version::parse("1.2.3-rc.1").expect("valid");
+        if let Ok(c) = VersionConstraint::parse(&text) {
+            c.matches(&v);
+        }
+        let _ = VersionConstraint::admit(&text);
+        if let Ok(r) = Range::parse(&text) {
+            r.contains(&v);
+        }
+        let _ = Version::parse_tolerant(&text);
+        let _ = VersionRelease::parse(&text);
+    }
+}
