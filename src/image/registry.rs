@@ -312,18 +312,24 @@ impl Registry {
         }
         // The stream checks the bytes against the digest as they arrive and fails at the end
         // when they differ; only then is the file moved into the cache.
+        let progress = progress_bar(layer);
         let tmp = retry(what, || async {
             let mut tmp = self
                 .cache
                 .temp_blob()
                 .map_err(|e| OciDistributionError::GenericError(Some(e)))?;
             let mut stream = self.client.pull_blob_stream(r, layer).await?;
+            progress.set_position(0);
             while let Some(chunk) = stream.next().await {
-                tmp.write_all(&chunk?)?;
+                let chunk = chunk?;
+                tmp.write_all(&chunk)?;
+                progress.inc(chunk.len() as u64);
             }
             Ok(tmp)
         })
-        .await?;
+        .await;
+        progress.finish_and_clear();
+        let tmp = tmp?;
         self.cache.adopt_verified_blob(&layer.digest, tmp)
     }
 
@@ -363,6 +369,22 @@ impl Registry {
             }
         }
     }
+}
+
+/// A byte counter for one blob download on a terminal; hidden otherwise.
+fn progress_bar(layer: &OciDescriptor) -> indicatif::ProgressBar {
+    use std::io::IsTerminal;
+    if !std::io::stderr().is_terminal() {
+        return indicatif::ProgressBar::hidden();
+    }
+    let bar = indicatif::ProgressBar::new(layer.size.max(0) as u64);
+    if let Ok(style) = indicatif::ProgressStyle::with_template(
+        "{msg} {bar:30} {bytes}/{total_bytes} {bytes_per_sec}",
+    ) {
+        bar.set_style(style);
+    }
+    bar.set_message(layer.digest.chars().take(19).collect::<String>());
+    bar
 }
 
 fn labels_of(config: &[u8]) -> Result<BTreeMap<String, String>, String> {
