@@ -1,6 +1,7 @@
 //! Decoding `olm.constraint` property values (resolution spec §6.1) and turning them into
 //! [`Predicate`]s. Decoding follows Go's `encoding/json` with unknown fields disallowed,
 //! because catalogs written for upstream must be accepted or refused the same way.
+use crate::catalog::kind_name;
 use serde_json::Value;
 
 use crate::catalog::semver::Range;
@@ -112,18 +113,6 @@ impl OlmConstraint {
     }
 }
 
-/// Go's names for JSON value types in unmarshal errors.
-fn json_type(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "bool",
-        Value::Number(_) => "number",
-        Value::String(_) => "string",
-        Value::Array(_) => "array",
-        Value::Object(_) => "object",
-    }
-}
-
 /// The members of a JSON object matched against `known` names case-insensitively (Go
 /// rules); any other member is an error. Null members count as absent. A null object
 /// decodes to all-absent, as Go leaves a nil pointer.
@@ -139,7 +128,7 @@ fn members<'v, const N: usize>(
         other => {
             return Err(format!(
                 "json: cannot unmarshal {} into Go value of type {go_type}",
-                json_type(other)
+                kind_name(other)
             ));
         }
     };
@@ -158,7 +147,7 @@ fn string(v: Option<&Value>, field: &str) -> Result<String, String> {
         Some(Value::String(s)) => Ok(s.clone()),
         Some(other) => Err(format!(
             "json: cannot unmarshal {} into Go struct field {field} of type string",
-            json_type(other)
+            kind_name(other)
         )),
     }
 }
@@ -233,7 +222,7 @@ fn decode_compound(v: &Value) -> Result<Vec<OlmConstraint>, String> {
         Some(Value::Array(items)) => items.iter().map(decode_constraint).collect(),
         Some(other) => Err(format!(
             "json: cannot unmarshal {} into Go struct field CompoundConstraint.constraints of type []constraints.Constraint",
-            json_type(other)
+            kind_name(other)
         )),
     }
 }

@@ -3,6 +3,7 @@
 use std::fmt;
 
 use crate::catalog::property::{GVK, PACKAGE};
+use crate::catalog::quote::go_quote;
 use crate::catalog::semver::{Range, Version};
 use crate::catalog::types::Property;
 
@@ -148,25 +149,6 @@ impl fmt::Display for Predicate {
     }
 }
 
-/// Go's `%q` for the strings that occur in rules and messages.
-pub fn go_quote(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\t' => out.push_str("\\t"),
-            '\r' => out.push_str("\\r"),
-            c if (c as u32) < 0x20 || c == '\x7f' => out.push_str(&format!("\\x{:02x}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -216,6 +198,5 @@ mod tests {
             values: &decode(&properties),
         }));
         assert_eq!(l.to_string(), "with label: beta");
-        assert_eq!(go_quote("a \"b\"\n\u{1}é"), r#""a \"b\"\n\x01é""#);
     }
 }

@@ -3,6 +3,7 @@
 //! the index's: deterministic.
 use super::encode::{BundleParts, assemble_bundle};
 use crate::api::ChannelEntry;
+pub use crate::catalog::quote::go_quote;
 use bytes::Bytes;
 use rusqlite::types::ValueRef;
 use rusqlite::{Connection, OptionalExtension, Row, params};
@@ -21,32 +22,6 @@ impl From<rusqlite::Error> for QueryError {
 }
 
 type Result<T> = std::result::Result<T, QueryError>;
-
-/// Go's `%q`: the quoting upstream's error texts use.
-pub fn go_quote(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{7}' => out.push_str("\\a"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            '\u{b}' => out.push_str("\\v"),
-            c if (c as u32) < 0x20 || c == '\u{7f}' => {
-                out.push_str(&format!("\\x{:02x}", c as u32))
-            }
-            c if c.is_control() => out.push_str(&format!("\\u{:04x}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
-}
 
 fn gvk_text(group: &str, version: &str, kind: &str) -> String {
     format!(
@@ -371,17 +346,4 @@ pub fn custom_documents(
         }
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::go_quote;
-
-    #[test]
-    fn go_quote_escapes_like_go() {
-        assert_eq!(go_quote("etcd"), "\"etcd\"");
-        assert_eq!(go_quote("a\"b\\c\n\t"), "\"a\\\"b\\\\c\\n\\t\"");
-        assert_eq!(go_quote("\u{1}"), "\"\\x01\"");
-        assert_eq!(go_quote("ünï"), "\"ünï\"");
-    }
 }
