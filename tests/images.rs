@@ -310,3 +310,93 @@ fn bundle_images_render_like_their_directories() {
     }
     assert_eq!(run(&["validate", catalog.path().to_str().unwrap()]).0, 0);
 }
+
+/// Writes an image whose one layer is `layer` (a tar stream) into an OCI layout.
+fn layout_with_layer(dir: &Path, layer: Vec<u8>) -> String {
+    use olm_registry::image::layout::{Layout, digest_of};
+    let layout = Layout::create(dir).unwrap();
+    let config = serde_json::json!({
+        "config": {"Labels": {"operators.operatorframework.io.index.configs.v1": "/configs"}},
+        "rootfs": {"type": "layers", "diff_ids": [digest_of(&layer)]},
+    })
+    .to_string()
+    .into_bytes();
+    let manifest = serde_json::json!({
+        "schemaVersion": 2,
+        "mediaType": "application/vnd.oci.image.manifest.v1+json",
+        "config": {"mediaType": "application/vnd.oci.image.config.v1+json", "digest": layout.write_blob(&config).unwrap(), "size": config.len()},
+        "layers": [{"mediaType": "application/vnd.oci.image.layer.v1.tar", "digest": layout.write_blob(&layer).unwrap(), "size": layer.len()}],
+    })
+    .to_string();
+    layout
+        .add_manifest(
+            manifest.as_bytes(),
+            "application/vnd.oci.image.manifest.v1+json",
+            Some("bad"),
+        )
+        .unwrap();
+    format!("oci:{}:bad", dir.display())
+}
+
+/// A tar entry with a raw name (and link target), so that hostile layers can be made.
+fn hostile_layer(name: &str, link: Option<&str>) -> Vec<u8> {
+    let mut tar = tar::Builder::new(Vec::new());
+    let mut h = tar::Header::new_gnu();
+    h.as_old_mut().name[..name.len()].copy_from_slice(name.as_bytes());
+    h.set_mode(0o644);
+    match link {
+        Some(target) => {
+            h.set_entry_type(tar::EntryType::Symlink);
+            h.as_old_mut().linkname[..target.len()].copy_from_slice(target.as_bytes());
+            h.set_size(0);
+            h.set_cksum();
+            tar.append(&h, std::io::empty()).unwrap();
+        }
+        None => {
+            h.set_entry_type(tar::EntryType::Regular);
+            h.set_size(4);
+            h.set_cksum();
+            tar.append(&h, &b"evil"[..]).unwrap();
+        }
+    }
+    tar.into_inner().unwrap()
+}
+
+#[test]
+fn hostile_layers_are_refused_and_write_nothing_outside() {
+    let work = tempfile::tempdir().unwrap();
+    let cache = work.path().join("cache");
+    for (n, (name, link, message)) in [
+        (
+            "../../escaped",
+            None,
+            "../../escaped: path leaves the image",
+        ),
+        (
+            "configs/link",
+            Some("../../../../etc"),
+            "configs/link: symlink to ../../../../etc escapes the image",
+        ),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let reference = layout_with_layer(
+            &work.path().join(format!("layout{n}")),
+            hostile_layer(name, link),
+        );
+        let (code, stdout, stderr) = run(&[
+            "render",
+            &reference,
+            "--image-cache-dir",
+            cache.to_str().unwrap(),
+        ]);
+        assert_eq!((code, stdout.as_str()), (1, ""));
+        assert!(
+            stderr.starts_with("error: unpacking sha256:") && stderr.trim_end().ends_with(message),
+            "{stderr}"
+        );
+    }
+    assert!(!work.path().join("escaped").exists());
+    assert!(!std::env::temp_dir().join("escaped").exists());
+}

@@ -423,6 +423,7 @@ fn pull_layout(layout: &Layout, tag: Option<&str>) -> Result<Pulled, String> {
 
 /// Unpacks a pulled image's layers, in order, into `dest`.
 pub fn unpack(image: &Pulled, dest: &Path) -> Result<(), String> {
+    std::fs::create_dir_all(dest).map_err(|e| format!("{}: {e}", dest.display()))?;
     let mut usage = super::unpack::Usage::default();
     for layer in &image.layers {
         let file = std::fs::File::open(layer).map_err(|e| format!("{}: {e}", layer.display()))?;
