@@ -400,3 +400,91 @@ fn hostile_layers_are_refused_and_write_nothing_outside() {
     assert!(!work.path().join("escaped").exists());
     assert!(!std::env::temp_dir().join("escaped").exists());
 }
+
+#[path = "common/proxy.rs"]
+mod proxy;
+
+/// A catalog big enough that its layer spans many reads: incompressible files.
+fn big_catalog(dir: &Path) {
+    use sha2::{Digest, Sha256};
+    std::fs::create_dir_all(dir.join("pkg")).unwrap();
+    let mut data = Vec::with_capacity(8 << 20);
+    let mut block = Sha256::digest(b"seed").to_vec();
+    while data.len() < 8 << 20 {
+        block = Sha256::digest(&block).to_vec();
+        data.extend_from_slice(&block);
+    }
+    std::fs::write(dir.join("pkg/blob.bin"), data).unwrap();
+}
+
+/// The registry drops the connection in the middle of the layer: the pull retries and
+/// succeeds; when it keeps dropping, the error says so and nothing half-pulled is kept.
+#[test]
+fn a_connection_cut_mid_blob_is_retried_and_never_cached_half() {
+    let reg = TestRegistry::plain();
+    let work = tempfile::tempdir().unwrap();
+    big_catalog(&work.path().join("catalog"));
+    let example = work.path().join("catalog");
+    let tag = format!("{}/big/catalog:v1", reg.addr);
+    let (code, _, stderr) = run(&[
+        "build",
+        "catalog",
+        example.to_str().unwrap(),
+        "--tag",
+        &tag,
+        "--insecure-registry",
+        &reg.addr,
+        "--image-cache-dir",
+        work.path().join("push-cache").to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+
+    let render_through = |proxy: &proxy::CuttingProxy, cache: &str| {
+        let via = format!("{}/big/catalog:v1", proxy.addr);
+        run(&[
+            "render",
+            &via,
+            "--insecure-registry",
+            &proxy.addr,
+            "--image-cache-dir",
+            work.path().join(cache).to_str().unwrap(),
+            "-o",
+            "yaml",
+        ])
+    };
+    // Two cuts, then a clean connection: the third attempt gets the blob.
+    let flaky = proxy::CuttingProxy::start(&reg.addr, 1 << 20, 2);
+    let (code, _, stderr) = render_through(&flaky, "cache-a");
+    // The catalog holds no FBC documents, only a binary file: it fails to parse, after the pull.
+    assert_eq!(flaky.cuts_made(), 2, "{stderr}");
+    assert!(
+        stderr.contains("(attempt 1 of 5, retrying)")
+            && stderr.contains("(attempt 2 of 5, retrying)"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("attempt 3 of 5"), "{stderr}");
+    assert_eq!(code, 1);
+    assert!(
+        stderr.contains("pkg/blob.bin"),
+        "the pull succeeded and the file was read: {stderr}"
+    );
+
+    // Cut every time: a clear error, and no blob in the cache.
+    let dead = proxy::CuttingProxy::start(&reg.addr, 1 << 20, usize::MAX);
+    let (code, _, stderr) = render_through(&dead, "cache-b");
+    assert_eq!(code, 1);
+    let last = stderr.lines().last().unwrap();
+    assert!(
+        last.starts_with(&format!("error: pull {}/big/catalog:v1: ", dead.addr)),
+        "{stderr}"
+    );
+    let blobs: Vec<_> = std::fs::read_dir(work.path().join("cache-b/blobs/sha256"))
+        .unwrap()
+        .filter_map(Result::ok)
+        .collect();
+    assert!(
+        blobs.is_empty(),
+        "nothing half-pulled is cached: {:?}",
+        blobs.iter().map(|b| b.file_name()).collect::<Vec<_>>()
+    );
+}
