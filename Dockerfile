@@ -7,6 +7,8 @@ COPY Cargo.toml Cargo.lock build.rs ./
 COPY proto proto
 COPY migrations migrations
 COPY src src
+# Cargo.toml names the benchmarks; they are not built, but cargo wants their files.
+COPY benches benches
 RUN cargo build --release --locked && strip target/release/olm-registry
 
 FROM debian:bookworm-slim
