@@ -4,6 +4,7 @@ pub mod bundle;
 pub mod catalog;
 pub mod cli;
 pub mod image;
+pub mod mirror;
 pub mod resolve;
 pub mod server;
 pub mod store;
