@@ -10,6 +10,7 @@ use olm_registry::catalog::walk::load_dir;
 use olm_registry::resolve::classic::{
     CatalogSource, ClassicError, ClassicRequest, InstalledCsv, Subscription, resolve,
 };
+use olm_registry::resolve::solver::SolveError;
 use std::time::{Duration, Instant};
 
 const CATALOG: &str = "synth";
@@ -74,9 +75,18 @@ fn bench_dir(dir: &str, subscriptions: usize, runs: usize) {
     let request = self::request(&dc, &packages, installed);
     let (times, result) = timed(runs.min(5), || resolve(&request));
     match result {
-        Err(ClassicError::Unsatisfiable(e)) => {
-            println!("  unsatisfiable + explanation: {}", summary(&times));
-            println!("    {e}");
+        Err(ClassicError::Unsatisfiable(SolveError::Unsatisfiable { messages })) => {
+            println!(
+                "  unsatisfiable + explanation ({} facts): {}",
+                messages.len(),
+                summary(&times)
+            );
+            for m in &messages {
+                // Provider lists run to dozens of bundles; the head says which fact it is.
+                let head: String = m.chars().take(160).collect();
+                let more = if head.len() < m.len() { " ..." } else { "" };
+                println!("    - {head}{more}");
+            }
         }
         other => panic!("{dir}: expected an unsatisfiable resolution, got {other:?}"),
     }

@@ -6,6 +6,7 @@ mod images;
 mod migrate;
 mod probe;
 mod render;
+mod resolve;
 mod serve;
 mod validate;
 
@@ -16,16 +17,19 @@ use std::io::IsTerminal;
 #[command(
     name = "olm-registry",
     version,
-    about = "Operator Lifecycle Manager catalog registry: validate, render and serve operator catalogs",
+    about = "Operator Lifecycle Manager catalog registry: serve, validate, render, build and resolve operator catalogs",
     long_about = "Operator Lifecycle Manager catalog registry.\n\n\
         Serves file-based catalogs over the Operator Registry gRPC API (a drop-in for `opm serve` in a \
-        CatalogSource pod), and validates and renders them. Logs go to stderr; RUST_LOG overrides the level."
+        CatalogSource pod); validates, renders and migrates catalogs from any source (FBC, bundle \
+        directories and images, package manifests, legacy index.db); builds and pushes bundle and \
+        catalog images without a container engine; resolves subscriptions against catalogs. Logs go to \
+        stderr; RUST_LOG overrides the level."
 )]
 struct Cli {
-    /// Skip TLS certificate verification for container image registries (accepted for opm compatibility).
+    /// Skip TLS certificate verification for container image registries.
     #[arg(long, global = true)]
     skip_tls_verify: bool,
-    /// Use plain HTTP for container image registries (accepted for opm compatibility).
+    /// Use plain HTTP for every container image registry (see --insecure-registry for one).
     #[arg(long, global = true)]
     use_http: bool,
     /// Deprecated in opm: use --use-http and --skip-tls-verify instead.
@@ -43,6 +47,7 @@ enum Command {
     Migrate(migrate::MigrateArgs),
     Build(build::BuildArgs),
     Add(add::AddArgs),
+    Resolve(resolve::ResolveArgs),
     /// Check a server's health like grpc_health_probe (also runs when invoked as `grpc_health_probe`).
     HealthProbe {
         /// grpc_health_probe flags, e.g. -addr=:50051 -service=Registry -connect-timeout=1s -rpc-timeout=1s.
@@ -81,6 +86,7 @@ pub fn main() -> i32 {
         Command::Validate(args) => validate::run(args),
         Command::Render(args) => render::run(args, cli.use_http, cli.skip_tls_verify),
         Command::Migrate(args) => migrate::run(args),
+        Command::Resolve(args) => resolve::run(args, cli.use_http, cli.skip_tls_verify),
         Command::HealthProbe { args } => probe::run(&args),
         Command::Version => {
             println!("olm-registry {}", env!("CARGO_PKG_VERSION"));

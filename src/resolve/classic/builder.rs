@@ -30,6 +30,39 @@ pub struct Builder<'u> {
     pending: VecDeque<usize>,
     replaces: HashMap<usize, String>,
     starting_csv: HashMap<usize, String>,
+    /// Providers of simple requirements by (requiring catalog, requirement): every version
+    /// of a package tends to require the same APIs, and the candidates and their order
+    /// depend on nothing else.
+    provider_cache: HashMap<(usize, SimpleRequirement), (Vec<usize>, Vec<String>)>,
+}
+
+/// A GVK, package-range or label requirement, compared structurally.
+#[derive(PartialEq, Eq, Hash)]
+enum SimpleRequirement {
+    Gvk(String, String, String),
+    Package(String, String),
+    Label(String),
+}
+
+impl SimpleRequirement {
+    fn of(predicate: &Predicate) -> Option<SimpleRequirement> {
+        match predicate {
+            Predicate::Gvk {
+                group,
+                version,
+                kind,
+            } => Some(SimpleRequirement::Gvk(
+                group.clone(),
+                version.clone(),
+                kind.clone(),
+            )),
+            Predicate::Package {
+                name, range_text, ..
+            } => Some(SimpleRequirement::Package(name.clone(), range_text.clone())),
+            Predicate::Label(label) => Some(SimpleRequirement::Label(label.clone())),
+            _ => None,
+        }
+    }
 }
 
 /// The problem in anchor order (§2.9): subscriptions in request order, then installed CSVs
@@ -54,6 +87,7 @@ impl<'u> Builder<'u> {
             pending: VecDeque::new(),
             replaces: HashMap::new(),
             starting_csv: HashMap::new(),
+            provider_cache: HashMap::new(),
         };
         b.problem(req)
     }
@@ -325,11 +359,22 @@ impl<'u> Builder<'u> {
         let entry = &self.u.entries[e];
         let predicates = requirements(&entry.properties).map_err(ClassicError::Invalid)?;
         for predicate in predicates {
-            let providers = self.providers(e, &predicate)?;
-            let ids = providers
-                .iter()
-                .map(|&p| self.u.entries[p].id.clone())
-                .collect();
+            let key = SimpleRequirement::of(&predicate).map(|r| (entry.catalog, r));
+            let (providers, ids) = match key.as_ref().and_then(|k| self.provider_cache.get(k)) {
+                Some(cached) => cached.clone(),
+                None => {
+                    let providers = self.providers(e, &predicate)?;
+                    let ids: Vec<String> = providers
+                        .iter()
+                        .map(|&p| self.u.entries[p].id.clone())
+                        .collect();
+                    if let Some(key) = key {
+                        self.provider_cache
+                            .insert(key, (providers.clone(), ids.clone()));
+                    }
+                    (providers, ids)
+                }
+            };
             let message = format!("bundle {} requires an operator {predicate}", entry.name);
             for &p in &providers {
                 self.var(p);

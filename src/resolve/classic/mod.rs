@@ -13,6 +13,7 @@ pub use request::{
     CatalogSource, ClassicError, ClassicRequest, Gvk, InstalledCsv, ResolvedOperator, Subscription,
     UpgradeStrategy,
 };
+pub use requirements::requirements;
 
 use crate::resolve::solver::{self, SolveError};
 
