@@ -2,7 +2,7 @@
 //! `serve` refuses to start, writes the termination log and leaves no index behind.
 mod common;
 
-use common::{Server, run};
+use common::{Server, files_below, run};
 use std::path::Path;
 
 const PACKAGE: &str = r#"{"schema":"olm.package","name":"foo","defaultChannel":"stable"}"#;
@@ -256,7 +256,7 @@ fn serve_refuses_a_broken_catalog_and_leaves_nothing_behind() {
     for line in MANY_PROBLEMS_REPORT.lines() {
         assert!(stderr.contains(line), "stderr lacks {line:?}:\n{stderr}");
     }
-    let leftovers: Vec<_> = walk(cache.path());
+    let leftovers: Vec<_> = files_below(cache.path());
     assert!(leftovers.is_empty(), "left in the cache: {leftovers:?}");
 }
 
@@ -297,7 +297,7 @@ async fn a_broken_catalog_does_not_replace_a_good_cached_index() {
         good,
         "the good index is untouched"
     );
-    assert_eq!(walk(cache.path()), ["olm-registry.v1/index.db"]);
+    assert_eq!(files_below(cache.path()), ["olm-registry.v1/index.db"]);
 
     // Restoring the catalog serves from the untouched index without a rebuild.
     std::fs::write(
@@ -311,22 +311,4 @@ async fn a_broken_catalog_does_not_replace_a_good_cached_index() {
         "{}",
         server.log()
     );
-}
-
-/// Files below `dir`, relative, sorted.
-fn walk(dir: &Path) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                stack.push(p);
-            } else {
-                out.push(p.strip_prefix(dir).unwrap().to_string_lossy().into_owned());
-            }
-        }
-    }
-    out.sort();
-    out
 }

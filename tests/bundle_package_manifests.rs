@@ -2,7 +2,7 @@
 //! Dataset M (registry-api.md §10.1) and upstream's own conversion of the same tree.
 mod common;
 
-use common::shared_testdata;
+use common::{bundle_objects, shared_testdata};
 use olm_registry::bundle::package_manifests::{
     Options, PackageManifest, ProvidedApis, load, package_manifest,
 };
@@ -10,20 +10,6 @@ use olm_registry::catalog::model::Model;
 use olm_registry::catalog::{self, Bundle, DeclarativeConfig, property};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
-
-/// The manifests of a bundle, decoded, in property order.
-fn objects(b: &Bundle) -> Vec<String> {
-    b.properties
-        .iter()
-        .filter(|p| p.kind == property::BUNDLE_OBJECT)
-        .map(|p| match property::parse(p).unwrap() {
-            property::Typed::BundleObject { data } => {
-                property::decode_bundle_object(&data).unwrap()
-            }
-            other => panic!("{other:?}"),
-        })
-        .collect()
-}
 
 fn non_object_properties(b: &Bundle) -> Vec<String> {
     b.properties
@@ -44,7 +30,7 @@ fn comparable(dc: &DeclarativeConfig) -> (String, Vec<String>) {
         .bundles
         .iter()
         .map(|b| {
-            let mut crds: Vec<String> = objects(b)
+            let mut crds: Vec<String> = bundle_objects(b)
                 .into_iter()
                 .filter(|o| !o.contains(r#""kind":"ClusterServiceVersion""#))
                 .collect();
@@ -163,7 +149,7 @@ fn dataset_m_reference_bundle_matches_the_spec() {
             r#"other {"its":"notdefined"}"#.to_owned(),
         ]
     );
-    let objects = objects(e);
+    let objects = bundle_objects(e);
     let sizes: Vec<(usize, &str)> = objects
         .iter()
         .map(|o| {

@@ -2,7 +2,7 @@
 //! real bundles in ../shared/testdata.
 mod common;
 
-use common::{run, shared_testdata};
+use common::{bundle_objects, run, shared_testdata};
 use olm_registry::bundle::dir::{BundleDir, is_bundle_dir};
 use olm_registry::bundle::render::render;
 use olm_registry::catalog::{Bundle, property};
@@ -13,23 +13,9 @@ fn render_dir(path: &Path, image: &str) -> Bundle {
     render(&b, image)
 }
 
-/// The manifests of a rendered bundle, decoded.
-fn objects(b: &Bundle) -> Vec<String> {
-    b.properties
-        .iter()
-        .filter(|p| p.kind == property::BUNDLE_OBJECT)
-        .map(|p| match property::parse(p).unwrap() {
-            property::Typed::BundleObject { data } => {
-                property::decode_bundle_object(&data).unwrap()
-            }
-            other => panic!("{other:?}"),
-        })
-        .collect()
-}
-
 /// `type value` per property, manifests abbreviated to their kind and name.
 fn property_lines(b: &Bundle) -> Vec<String> {
-    let objects = objects(b);
+    let objects = bundle_objects(b);
     let mut next = objects.iter();
     b.properties
         .iter()
@@ -107,10 +93,10 @@ fn foo_v0_2_0_renders_as_upstream_example() {
     );
     // Manifests are Go's json.Marshal of the object: sorted keys, HTML characters escaped.
     assert_eq!(
-        objects(&b)[0],
+        bundle_objects(&b)[0],
         r#"{"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResourceDefinition","metadata":{"name":"foos.test.foo"},"spec":{"group":"test.foo","names":{"kind":"Foo","plural":"foos"},"versions":[{"name":"v1"}]}}"#
     );
-    assert!(objects(&b)[1].contains(r#""annotations":{"olm.skipRange":"\u003c0.2.0"}"#));
+    assert!(bundle_objects(&b)[1].contains(r#""annotations":{"olm.skipRange":"\u003c0.2.0"}"#));
 }
 
 #[test]

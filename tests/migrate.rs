@@ -3,7 +3,7 @@
 //! package-manifest trees (§D).
 mod common;
 
-use common::{run, shared_testdata};
+use common::{files_below, run, shared_testdata};
 use rusqlite::{Connection, params};
 use serde_json::{Value, json};
 use std::path::Path;
@@ -254,7 +254,7 @@ fn index_db_v13_migrates_to_one_file_per_package() {
         )),
         "{stderr}"
     );
-    let files: Vec<String> = walk(&out);
+    let files: Vec<String> = files_below(&out);
     assert_eq!(files, ["foo/catalog.json"]);
     let text = std::fs::read_to_string(out.join("foo/catalog.json")).unwrap();
     assert_eq!(documents(&text), expected_v13());
@@ -363,24 +363,6 @@ fn a_file_that_is_not_an_index_is_refused() {
     );
 }
 
-/// Files under `root`, relative, sorted.
-fn walk(root: &Path) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut stack = vec![root.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                stack.push(p);
-            } else {
-                out.push(p.strip_prefix(root).unwrap().display().to_string());
-            }
-        }
-    }
-    out.sort();
-    out
-}
-
 #[test]
 fn package_manifest_tree_migrates_and_validates() {
     let Some(root) = shared_testdata("upstream/manifests") else {
@@ -397,7 +379,7 @@ fn package_manifest_tree_migrates_and_validates() {
     ]);
     assert_eq!(code, 0, "{err}");
     assert_eq!(
-        walk(&out),
+        files_below(&out),
         [
             "etcd/catalog.yaml",
             "prometheus/catalog.yaml",
@@ -439,14 +421,14 @@ fn output_dir_must_be_empty_and_package_less_documents_go_to_the_top() {
             )
         )
     );
-    assert_eq!(walk(&out), ["keep.txt"]);
+    assert_eq!(files_below(&out), ["keep.txt"]);
     std::fs::remove_file(out.join("keep.txt")).unwrap();
     let (code, _, err) = run(&["migrate", root.to_str().unwrap(), out.to_str().unwrap()]);
     assert_eq!(code, 0, "{err}");
     let (_, rendered, _) = run(&["render", root.to_str().unwrap()]);
     let (_, again, _) = run(&["render", out.to_str().unwrap()]);
     assert_eq!(documents(&again), documents(&rendered));
-    assert_eq!(walk(&out), ["catalog.json", "testpkg/catalog.json"]);
+    assert_eq!(files_below(&out), ["catalog.json", "testpkg/catalog.json"]);
 }
 
 #[test]

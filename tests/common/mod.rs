@@ -210,3 +210,36 @@ pub fn list_order_key(b: &olm_registry::api::Bundle) -> (String, String, String)
         b.csv_name.clone(),
     )
 }
+
+/// Files below `dir`, relative, sorted.
+pub fn files_below(dir: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                out.push(p.strip_prefix(dir).unwrap().to_string_lossy().into_owned());
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// The manifests of a rendered bundle, decoded, in property order.
+pub fn bundle_objects(b: &olm_registry::catalog::Bundle) -> Vec<String> {
+    use olm_registry::catalog::property;
+    b.properties
+        .iter()
+        .filter(|p| p.kind == property::BUNDLE_OBJECT)
+        .map(|p| match property::parse(p).unwrap() {
+            property::Typed::BundleObject { data } => {
+                property::decode_bundle_object(&data).unwrap()
+            }
+            other => panic!("{other:?}"),
+        })
+        .collect()
+}
