@@ -1,4 +1,4 @@
-use super::images::{ImageArgs, pull_unpacked};
+use super::images::{ImageArgs, LazyRegistry, pull_unpacked};
 use crate::bundle::csv;
 use crate::bundle::dir::BundleDir;
 use crate::bundle::render::render;
@@ -33,13 +33,7 @@ pub struct AddArgs {
 }
 
 pub fn run(args: AddArgs, use_http: bool, skip_tls_verify: bool) -> i32 {
-    match add(args, use_http, skip_tls_verify) {
-        Ok(()) => 0,
-        Err(message) => {
-            eprintln!("error: {message}");
-            1
-        }
-    }
+    super::exit_code(add(args, use_http, skip_tls_verify))
 }
 
 fn add(args: AddArgs, use_http: bool, skip_tls_verify: bool) -> Result<(), String> {
@@ -51,7 +45,7 @@ fn add(args: AddArgs, use_http: bool, skip_tls_verify: bool) -> Result<(), Strin
     let original = walk::load_dir(&args.catalog).map_err(|e| describe_load_errors(&e))?;
     let mut dc = original.clone();
     let mut touched = BTreeSet::new();
-    let mut runtime_and_registry = None;
+    let mut images = LazyRegistry::new(&args.image, use_http, skip_tls_verify);
     for reference in &args.bundles {
         let new = if Path::new(reference).is_dir() {
             new_bundle(
@@ -59,15 +53,7 @@ fn add(args: AddArgs, use_http: bool, skip_tls_verify: bool) -> Result<(), Strin
                 "",
             )
         } else {
-            if runtime_and_registry.is_none() {
-                let runtime = tokio::runtime::Builder::new_current_thread()
-                    .enable_all()
-                    .build()
-                    .map_err(|e| format!("starting the runtime: {e}"))?;
-                runtime_and_registry =
-                    Some((runtime, args.image.registry(use_http, skip_tls_verify)?));
-            }
-            let (runtime, registry) = runtime_and_registry.as_ref().expect("set above");
+            let (runtime, registry) = images.get()?;
             let image = runtime.block_on(pull_unpacked(registry, reference))?;
             let bundle =
                 BundleDir::read(&image.content).map_err(|e| format!("{reference}: {e}"))?;

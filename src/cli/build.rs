@@ -42,13 +42,7 @@ enum BuildKind {
 }
 
 pub fn run(args: BuildArgs, use_http: bool, skip_tls_verify: bool) -> i32 {
-    match build(args, use_http, skip_tls_verify) {
-        Ok(()) => 0,
-        Err(message) => {
-            eprintln!("error: {message}");
-            1
-        }
-    }
+    super::exit_code(build(args, use_http, skip_tls_verify))
 }
 
 fn build(args: BuildArgs, use_http: bool, skip_tls_verify: bool) -> Result<(), String> {

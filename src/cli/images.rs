@@ -49,6 +49,43 @@ impl ImageArgs {
     }
 }
 
+/// A registry client and the runtime that drives it, made on first use: commands that also
+/// take local paths start neither unless an image is named.
+pub struct LazyRegistry<'a> {
+    args: &'a ImageArgs,
+    use_http: bool,
+    skip_tls_verify: bool,
+    made: Option<(tokio::runtime::Runtime, Registry)>,
+}
+
+impl<'a> LazyRegistry<'a> {
+    pub fn new(args: &'a ImageArgs, use_http: bool, skip_tls_verify: bool) -> Self {
+        LazyRegistry {
+            args,
+            use_http,
+            skip_tls_verify,
+            made: None,
+        }
+    }
+
+    pub fn get(&mut self) -> Result<&(tokio::runtime::Runtime, Registry), String> {
+        let made = match self.made.take() {
+            Some(made) => made,
+            None => {
+                let runtime = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .map_err(|e| format!("starting the runtime: {e}"))?;
+                (
+                    runtime,
+                    self.args.registry(self.use_http, self.skip_tls_verify)?,
+                )
+            }
+        };
+        Ok(self.made.insert(made))
+    }
+}
+
 /// An image's content as a file-based catalog in a private directory (removed when dropped).
 pub struct UnpackedCatalog {
     _dir: tempfile::TempDir,

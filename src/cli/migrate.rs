@@ -21,6 +21,13 @@ pub struct MigrateArgs {
     output_dir: PathBuf,
     #[arg(short, long, value_enum, default_value = "json")]
     output: Format,
+    #[command(flatten)]
+    migrations: MigrationFlags,
+}
+
+/// `--migrate-level` / `--migrate`, as render and migrate take them.
+#[derive(Args)]
+pub struct MigrationFlags {
     /// Run migrations up to and including this one: `none`, `bundle-object-to-csv-metadata`.
     #[arg(long, conflicts_with = "migrate")]
     migrate_level: Option<String>,
@@ -29,18 +36,18 @@ pub struct MigrateArgs {
     migrate: bool,
 }
 
-pub fn run(args: MigrateArgs) -> i32 {
-    match run_migrate(&args) {
-        Ok(()) => 0,
-        Err(message) => {
-            eprintln!("error: {message}");
-            1
-        }
+impl MigrationFlags {
+    pub fn level(&self) -> Result<MigrationLevel, String> {
+        MigrationLevel::from_flags(self.migrate_level.as_deref(), self.migrate)
     }
 }
 
+pub fn run(args: MigrateArgs) -> i32 {
+    super::exit_code(run_migrate(&args))
+}
+
 fn run_migrate(args: &MigrateArgs) -> Result<(), String> {
-    let level = MigrationLevel::from_flags(args.migrate_level.as_deref(), args.migrate)?;
+    let level = args.migrations.level()?;
     let out = &args.output_dir;
     let out_is_empty = match std::fs::read_dir(out) {
         Ok(mut entries) => entries.next().is_none(),

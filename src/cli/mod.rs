@@ -95,6 +95,17 @@ pub fn main() -> i32 {
     }
 }
 
+/// The exit code of a command that reports its failure as one message: printed, then 1.
+fn exit_code(result: Result<(), String>) -> i32 {
+    match result {
+        Ok(()) => 0,
+        Err(message) => {
+            eprintln!("error: {message}");
+            1
+        }
+    }
+}
+
 fn init_logging(debug: bool) {
     let default = if debug { "debug" } else { "info" };
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()

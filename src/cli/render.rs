@@ -1,11 +1,11 @@
 use super::Format;
-use super::images::{ImageArgs, fetch_as_fbc};
-use crate::bundle::migrate::{MigrationLevel, migrate};
+use super::images::{ImageArgs, LazyRegistry, fetch_as_fbc};
+use super::migrate::MigrationFlags;
+use crate::bundle::migrate::migrate;
 use crate::bundle::source::Source;
 use crate::bundle::template::ImageTemplate;
 use crate::catalog::decode::describe_load_errors;
 use crate::catalog::{self, DeclarativeConfig, walk};
-use crate::image::Registry;
 use clap::Args;
 use std::io::Write;
 use std::path::Path;
@@ -24,12 +24,8 @@ pub struct RenderArgs {
     refs: Vec<String>,
     #[arg(short, long, value_enum, default_value = "json")]
     output: Format,
-    /// Run migrations up to and including this one: `none`, `bundle-object-to-csv-metadata`.
-    #[arg(long, conflicts_with = "migrate")]
-    migrate_level: Option<String>,
-    /// Run all migrations.
-    #[arg(long)]
-    migrate: bool,
+    #[command(flatten)]
+    migrations: MigrationFlags,
     /// Image of bundles rendered from directories, as a template over {{.Package}}, {{.Name}}
     /// and {{.Version}}.
     #[arg(long, hide = true)]
@@ -39,34 +35,21 @@ pub struct RenderArgs {
 }
 
 pub fn run(args: RenderArgs, use_http: bool, skip_tls_verify: bool) -> i32 {
-    match render(&args, use_http, skip_tls_verify) {
-        Ok(()) => 0,
-        Err(message) => {
-            eprintln!("error: {message}");
-            1
-        }
-    }
+    super::exit_code(render(&args, use_http, skip_tls_verify))
 }
 
 fn render(args: &RenderArgs, use_http: bool, skip_tls_verify: bool) -> Result<(), String> {
-    let level = MigrationLevel::from_flags(args.migrate_level.as_deref(), args.migrate)?;
+    let level = args.migrations.level()?;
     let template: Option<ImageTemplate> = args
         .alpha_image_ref_template
         .as_deref()
         .map(str::parse)
         .transpose()?;
     let mut dc = DeclarativeConfig::default();
-    let mut images: Option<(tokio::runtime::Runtime, Registry)> = None;
+    let mut images = LazyRegistry::new(&args.image, use_http, skip_tls_verify);
     for r in &args.refs {
         if !Path::new(r).exists() {
-            if images.is_none() {
-                let runtime = tokio::runtime::Builder::new_current_thread()
-                    .enable_all()
-                    .build()
-                    .map_err(|e| format!("starting the runtime: {e}"))?;
-                images = Some((runtime, args.image.registry(use_http, skip_tls_verify)?));
-            }
-            let (runtime, registry) = images.as_ref().expect("set above");
+            let (runtime, registry) = images.get()?;
             let unpacked = runtime.block_on(fetch_as_fbc(registry, r))?;
             dc.append(walk::load_dir(&unpacked.root).map_err(|e| describe_load_errors(&e))?);
             continue;
