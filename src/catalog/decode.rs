@@ -22,6 +22,7 @@ use serde_json::{Map, Number, Value};
 use std::fmt;
 use std::sync::Arc;
 
+mod block;
 mod lift;
 
 /// How far into a file upstream looks for the `{` that makes it a JSON stream.
@@ -251,6 +252,11 @@ fn yaml_document(doc: &[u8], first_line: usize) -> Raw {
 }
 
 fn parse_yaml(doc: &[u8]) -> Result<Value, serde_yaml::Error> {
+    block::parse(doc).map_or_else(|| libyaml(doc), Ok)
+}
+
+/// The first document of `doc` as libyaml reads it.
+fn libyaml(doc: &[u8]) -> Result<Value, serde_yaml::Error> {
     match serde_yaml::Deserializer::from_slice(doc).next() {
         Some(d) => GoValue::deserialize(d).map(|v| v.0),
         // libyaml reports nothing but the end of the stream for a document of only `...`.
@@ -263,7 +269,7 @@ fn parse_yaml(doc: &[u8]) -> Result<Value, serde_yaml::Error> {
 fn yaml_error(doc: &[u8], first_line: usize, fallback_line: usize) -> (usize, String) {
     let mut padded = vec![b'\n'; first_line - 1];
     padded.extend_from_slice(doc);
-    match parse_yaml(&padded) {
+    match libyaml(&padded) {
         Err(e) => (
             e.location().map_or(fallback_line, |l| l.line()),
             format!("invalid YAML: {e}"),

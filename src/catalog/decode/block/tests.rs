@@ -1,0 +1,187 @@
+use super::parse;
+use crate::catalog::decode::libyaml;
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+
+/// The fast reader either gives up or agrees with libyaml.
+fn agrees(doc: &str) -> Option<Value> {
+    let fast = parse(doc.as_bytes());
+    if let Some(value) = &fast {
+        let slow = libyaml(doc.as_bytes())
+            .unwrap_or_else(|e| panic!("fast reader accepted what libyaml refuses ({e}):\n{doc}"));
+        assert_eq!(value, &slow, "differs from libyaml:\n{doc}");
+    }
+    fast
+}
+
+#[track_caller]
+fn reads(doc: &str, expected: Value) {
+    assert_eq!(agrees(doc), Some(expected), "{doc}");
+}
+
+#[track_caller]
+fn leaves_to_libyaml(doc: &str) {
+    assert_eq!(parse(doc.as_bytes()), None, "{doc}");
+}
+
+#[test]
+fn block_collections() {
+    reads(
+        "a: 1\nb:\n  c: x\n  d:\n  - p\n  - q: r\n    s: t\n  -\n    - u\n  - - v\n    - w\ne:\n",
+        json!({"a": 1, "b": {"c": "x", "d": ["p", {"q": "r", "s": "t"}, ["u"], ["v", "w"]]}, "e": null}),
+    );
+    reads("- a\n- b: c\n  d: e\n", json!(["a", {"b": "c", "d": "e"}]));
+    reads(
+        "---\n# c\nkind: K # trailing\nspec:\n  x: y\n\n...\nnot: read\n",
+        json!({"kind": "K", "spec": {"x": "y"}}),
+    );
+    reads("a: 1\n---\nb: 2\n", json!({"a": 1}));
+    reads("  indented: root\n", json!({"indented": "root"}));
+}
+
+#[test]
+fn scalars_resolve_as_libyaml_does() {
+    reads(
+        "a: true\nb: False\nc: ~\nd: null\ne: 012\nf: 0x1F\ng: 1.5\nh: -3\ni: 1.2.3\nk: yes\nl: nan\nm: '1'\nn: +1\no: 1e3\np: 2024-01-01\nq: -x\nr: .5\n",
+        json!({"a": true, "b": false, "c": null, "d": null, "e": "012", "f": 31, "g": 1.5, "h": -3,
+               "i": "1.2.3", "k": "yes", "l": "nan", "m": "1", "n": 1, "o": 1000.0,
+               "p": "2024-01-01", "q": "-x", "r": 0.5}),
+    )
+}
+
+#[test]
+fn infinite_floats_go_to_libyaml_and_fail_there() {
+    assert_eq!(parse(b"j: .inf\n"), None);
+}
+
+#[test]
+fn multi_line_scalars_fold() {
+    reads(
+        "d: 'APIVersion defines\n  the schema. It''s\n\n  versioned'\ne: plain text\n  goes on\n\n\n  and on\nf: \"esc\\taped \\\"q\\\"\n  line \\\n  joined \\u00e9\"\n",
+        json!({"d": "APIVersion defines the schema. It's\nversioned",
+               "e": "plain text goes on\n\nand on",
+               "f": "esc\taped \"q\" line joined é"}),
+    );
+    reads("- a\n  b\n- c\n", json!(["a b", "c"]));
+    reads(
+        "d: based on:\\n\n  - first {k,v}\n  \"quoted\" `code`\n",
+        json!({"d": "based on:\\n - first {k,v} \"quoted\" `code`"}),
+    );
+}
+
+#[test]
+fn literal_block_scalars() {
+    reads(
+        "a: |\n  line 1\n    more\n\n  # not a comment\nb: |-\n  stripped\n\nc: |+\n  kept\n\n\nd: x\n",
+        json!({"a": "line 1\n  more\n\n# not a comment\n", "b": "stripped", "c": "kept\n\n\n", "d": "x"}),
+    );
+    reads("- |\n  in a list\n- x\n", json!(["in a list\n", "x"]));
+    reads("a: |+\n  end\n\n", json!({"a": "end\n\n"}));
+    reads("a: |+\n  end\n\n---\n", json!({"a": "end\n\n"}));
+    reads("a: |\n  end\n---\n", json!({"a": "end\n"}));
+    leaves_to_libyaml("a: |\n  unterminated");
+}
+
+#[test]
+fn flow_collections_on_one_line() {
+    reads(
+        "verbs: [\"get\", list, 'watch']\ne: []\nm: {}\nn: {a: 1, b: [x, {c: d}]} # c\n",
+        json!({"verbs": ["get", "list", "watch"], "e": [], "m": {}, "n": {"a": 1, "b": ["x", {"c": "d"}]}}),
+    );
+    reads(
+        "\"quoted key\": 'v'\n'it''s': \"w\"\n",
+        json!({"quoted key": "v", "it's": "w"}),
+    );
+}
+
+#[test]
+fn everything_else_is_left_to_libyaml() {
+    for doc in [
+        "a: &x 1\nb: *x\n",
+        "a: !tag 1\n",
+        "a: >\n  folded\n",
+        "a: |2\n   indented\n",
+        "a:\tb\n",
+        "a: b\r\n",
+        "? complex\n: key\n",
+        "a: 1\na: 2\n",
+        "1: one\n",
+        "a: [1,\n  2]\n",
+        "a: [x, ]\n",
+        "%YAML 1.2\n---\na: 1\n",
+        "--- a: 1\n",
+        "just a scalar\n",
+        "a: b: c\n",
+        "a: x\n  b: y\n",
+        "a:\n  scalar on its own line\n",
+        "a: 'unterminated\n",
+        "a: - b\n",
+        "a: \"\\q\"\n",
+        "<<: {a: 1}\n",
+        "a: x\n # comment\n  y\n",
+        "a: |\n    \n  less indented\n",
+        "- a\nb: c\n",
+        "a: 1\n b: 2\n",
+        "a: [b: c]\n",
+        "a: [b#c]\n",
+        "a: ...\n",
+        "a: ---\n",
+    ] {
+        let fast = agrees(doc);
+        assert_eq!(fast, None, "{doc}");
+    }
+}
+
+fn yaml_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.filter_map(Result::ok) {
+        let path = e.path();
+        if path.is_dir() {
+            yaml_files(&path, out);
+        } else if matches!(
+            path.extension().and_then(|x| x.to_str()),
+            Some("yaml" | "yml")
+        ) {
+            out.push(path);
+        }
+    }
+}
+
+/// Every document of every YAML file in the corpora: the fast reader agrees with libyaml
+/// whenever it answers, and it answers for every manifest of the real bundles (which is
+/// what makes rendering fast).
+#[test]
+fn agrees_with_libyaml_on_the_corpora() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let shared = root.join("../shared/testdata");
+    if !shared.is_dir() {
+        eprintln!("SKIPPED: {} is absent", shared.display());
+    }
+    let mut files = Vec::new();
+    for dir in [shared.clone(), root.join("tests"), root.join("examples")] {
+        yaml_files(&dir, &mut files);
+    }
+    let (mut answered, mut documents) = (0, 0);
+    let mut missed_in_real_bundles = Vec::new();
+    for file in &files {
+        let data = std::fs::read(file).expect("readable");
+        let Ok(text) = std::str::from_utf8(&data) else {
+            continue;
+        };
+        let docs: Vec<&str> = text.split("\n---\n").collect();
+        for doc in &docs {
+            documents += 1;
+            if agrees(doc).is_some() {
+                answered += 1;
+            } else if file.starts_with(shared.join("real/bundles"))
+                && libyaml(doc.as_bytes()).is_ok()
+            {
+                missed_in_real_bundles.push(file.display().to_string());
+            }
+        }
+    }
+    eprintln!("fast reader answered {answered} of {documents} documents");
+    assert_eq!(missed_in_real_bundles, Vec::<String>::new());
+}
