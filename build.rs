@@ -1,4 +1,5 @@
-// Compiles proto/ with protox (no system protoc needed) into two generated modules:
+// Compiles proto/ (the `api` package and `olmregistry.resolution.v1`) with protox (no
+// system protoc needed) into two generated modules:
 // `client` holds every message type and the clients; `server` holds only the service
 // traits, wired to those message types except the large responses (api.Bundle and
 // google.protobuf.Struct), which the server sends as bytes encoded once at ingest time.
@@ -7,7 +8,8 @@ use std::{env, fs, path::PathBuf};
 fn main() {
     println!("cargo:rerun-if-changed=proto");
     let out = PathBuf::from(env::var("OUT_DIR").expect("OUT_DIR"));
-    let fds = protox::compile(["registry.proto"], ["proto"]).expect("compile proto/");
+    let fds =
+        protox::compile(["registry.proto", "resolution.proto"], ["proto"]).expect("compile proto/");
     fs::write(
         out.join("registry_descriptor.bin"),
         prost::Message::encode_to_vec(&fds),
@@ -31,6 +33,7 @@ fn main() {
         .build_client(false)
         .out_dir(&server_dir)
         .extern_path(".api", "crate::api")
+        .extern_path(".olmregistry.resolution.v1", "crate::api::resolution")
         .extern_path(".api.Bundle", "crate::api::RawMessage")
         .extern_path(".google.protobuf.Struct", "crate::api::RawMessage")
         .compile_fds(fds)

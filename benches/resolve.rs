@@ -1,14 +1,17 @@
 //! Classic resolution speed: 50 subscriptions (packages with dependencies) against each
-//! synthetic FBC directory given, with the time per resolution and the peak memory, then an
-//! unsatisfiable request (an unowned installed CSV already provides every API of a
-//! subscribed package) with the time to explain it. Loading the catalog is not timed.
+//! synthetic FBC directory given, cold (the catalog prepared inside every resolution) and
+//! with the catalog prepared once (as a server does per catalog snapshot), with the time per
+//! resolution and the peak memory; then an unsatisfiable request (an unowned installed CSV
+//! already provides every API of a subscribed package) with the time to explain it, also
+//! cold and prepared. Loading the catalog is not timed.
 //!
 //!   python3 ../shared/tools/gen_catalog.py --packages 400 --bundles 20 --seed 1 --out /tmp/synth-large
 //!   cargo bench --bench resolve -- [--subscriptions N] [--runs N] <fbc-dir>...
 use olm_registry::catalog::types::{DeclarativeConfig, Property};
 use olm_registry::catalog::walk::load_dir;
 use olm_registry::resolve::classic::{
-    CatalogSource, ClassicError, ClassicRequest, InstalledCsv, Subscription, resolve,
+    CatalogSource, ClassicError, ClassicRequest, InstalledCsv, PreparedCatalog, Subscription,
+    resolve, resolve_prepared,
 };
 use olm_registry::resolve::solver::SolveError;
 use std::time::{Duration, Instant};
@@ -56,30 +59,49 @@ fn bench_dir(dir: &str, subscriptions: usize, runs: usize) {
     // Peak memory of the resolutions alone, on top of the loaded catalog.
     reset_peak_rss();
 
+    let started = Instant::now();
+    let prepared = PreparedCatalog::new(&dc);
+    println!(
+        "  catalog prepared in {:.2?}; peak RSS {} MiB",
+        started.elapsed(),
+        peak_rss_kib() / 1024
+    );
+    let catalogs = [&prepared];
+
     let request = request(&dc, &packages, Vec::new());
-    let (times, result) = timed(runs, || resolve(&request));
+    let (cold, result) = timed(runs.min(5), || resolve(&request));
     let resolved = result.unwrap_or_else(|e| panic!("{dir}: expected a resolution, got {e}"));
+    let (warm, again) = timed(runs, || resolve_prepared(&request, &catalogs));
+    assert_eq!(
+        again.as_ref(),
+        Ok(&resolved),
+        "prepared and cold answers differ"
+    );
     let dependencies = resolved
         .iter()
         .filter(|op| !packages.contains(&op.package))
         .count();
     println!(
-        "  {} subscriptions -> {} operators ({dependencies} dependencies): {}; peak RSS {} MiB",
+        "  {} subscriptions -> {} operators ({dependencies} dependencies)\n    prepared: {}\n    cold:     {}\n    peak RSS {} MiB",
         packages.len(),
         resolved.len(),
-        summary(&times),
+        summary(&warm),
+        summary(&cold),
         peak_rss_kib() / 1024
     );
 
     let installed = vec![api_squatter(&dc, &packages[0])];
     let request = self::request(&dc, &packages, installed);
-    let (times, result) = timed(runs.min(5), || resolve(&request));
+    let (cold, result) = timed(runs.min(5), || resolve(&request));
+    let (warm, again) = timed(runs.min(5), || resolve_prepared(&request, &catalogs));
+    assert_eq!(again, result, "prepared and cold explanations differ");
     match result {
         Err(ClassicError::Unsatisfiable(SolveError::Unsatisfiable { messages })) => {
             println!(
-                "  unsatisfiable + explanation ({} facts): {}",
+                "  unsatisfiable + explanation ({} facts)\n    prepared: {}\n    cold:     {}",
                 messages.len(),
-                summary(&times)
+                summary(&warm),
+                summary(&cold)
             );
             for m in &messages {
                 // Provider lists run to dozens of bundles; the head says which fact it is.

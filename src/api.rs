@@ -10,7 +10,22 @@ pub mod server {
     include!(concat!(env!("OUT_DIR"), "/server/api.rs"));
 }
 
-/// The encoded descriptor set of `proto/`, served by reflection.
+/// `olmregistry.resolution.v1`: the resolution service's messages, client and server.
+pub mod resolution {
+    include!(concat!(
+        env!("OUT_DIR"),
+        "/client/olmregistry.resolution.v1.rs"
+    ));
+
+    pub mod server {
+        include!(concat!(
+            env!("OUT_DIR"),
+            "/server/olmregistry.resolution.v1.rs"
+        ));
+    }
+}
+
+/// The encoded descriptor set of `proto/` (both packages), served by reflection.
 pub const FILE_DESCRIPTOR_SET: &[u8] =
     include_bytes!(concat!(env!("OUT_DIR"), "/registry_descriptor.bin"));
 

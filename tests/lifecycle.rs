@@ -201,6 +201,7 @@ async fn reflection_lists_every_service_on_v1_and_v1alpha() {
         "grpc.health.v1.Health",
         "grpc.reflection.v1.ServerReflection",
         "grpc.reflection.v1alpha.ServerReflection",
+        "olmregistry.resolution.v1.Resolution",
     ];
     assert_eq!(reflection_services!(v1, server), want);
     assert_eq!(reflection_services!(v1alpha, server), want);

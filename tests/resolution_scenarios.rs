@@ -790,6 +790,7 @@ impl OwnedRequest {
             installed: self.csvs.clone(),
             subscriptions: self.subscriptions.clone(),
             upgrade_strategy: self.upgrade_strategy,
+            refused: Vec::new(),
         }
     }
 }

@@ -87,7 +87,15 @@ fn classic_upgrade_pulls_in_a_dependency_json() {
         "catalog": "examples/olm",
         "image": "quay.io/example/cache-operator-bundle:v1.2.0",
         "from": "cache-operator.v1.1.0"
-      }
+      },
+      "path": [
+        {
+          "from": "cache-operator.v1.1.0",
+          "to": "cache-operator.v1.2.0",
+          "version": "1.2.0",
+          "image": "quay.io/example/cache-operator-bundle:v1.2.0"
+        }
+      ]
     },
     {
       "package": "queue-operator",
@@ -100,7 +108,14 @@ fn classic_upgrade_pulls_in_a_dependency_json() {
         "requiredBy": [
           "bundle cache-operator.v1.2.0 requires an operator with package: queue-operator and with version in range: >=0.5.0"
         ]
-      }
+      },
+      "path": [
+        {
+          "to": "queue-operator.v0.6.0",
+          "version": "0.6.0",
+          "image": "quay.io/example/queue-operator-bundle:v0.6.0"
+        }
+      ]
     }
   ]
 }
@@ -180,7 +195,15 @@ request cache (package cache-operator)
         "catalog": "examples",
         "image": "quay.io/example/cache-operator-bundle:v1.1.0",
         "from": "cache-operator.v1.0.0"
-      }
+      },
+      "path": [
+        {
+          "from": "cache-operator.v1.0.0",
+          "to": "cache-operator.v1.1.0",
+          "version": "1.1.0",
+          "image": "quay.io/example/cache-operator-bundle:v1.1.0"
+        }
+      ]
     }
   ]
 }
@@ -257,7 +280,7 @@ fn bad_input_names_the_file_and_the_field() {
         ),
         (
             UNSATISFIABLE.replace("directory: CATALOG", "image: x, directory: CATALOG"),
-            "catalogs[0] (examples): exactly one of directory and image is required",
+            "catalogs[0] (examples): exactly one of directory, image and address is required",
         ),
         (
             UNSATISFIABLE.replace("namespace: operators\n", ""),
@@ -285,4 +308,183 @@ fn the_same_request_gives_byte_identical_json() {
     for _ in 1..20 {
         assert_eq!(run(&["resolve", &path, "-o", "json"]), first);
     }
+}
+
+/// A request against tests/fixtures/resolution/primary (package `c`: c.v1 and c.v2, whose
+/// CSVs support OwnNamespace and SingleNamespace only; c.v2's CRD serves only v1 and caps
+/// OpenShift at 4.16), with the cluster facts appended.
+fn cluster_request(dir: &tempfile::TempDir, installed: &str, cluster: &str) -> PathBuf {
+    let primary = common::fixture("resolution/primary");
+    let path = dir.path().join("request.yaml");
+    let text = format!(
+        "\
+mode: classic
+namespace: operators
+catalogs:
+  - {{name: primary, namespace: olm, directory: {}}}
+{installed}subscriptions:
+  - {{name: c-stable, package: c, channel: stable, source: primary, sourceNamespace: olm{}}}
+cluster:
+{cluster}",
+        primary.display(),
+        if installed.is_empty() {
+            ""
+        } else {
+            ", installedCSV: c.v1"
+        }
+    );
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+#[test]
+fn bundles_the_operator_group_cannot_run_are_not_candidates() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = cluster_request(&dir, "", "  operatorGroup: {name: global}\n");
+    let (code, stdout, _) = run(&["resolve", path.to_str().unwrap()]);
+    assert_eq!(code, 1);
+    assert_eq!(
+        stdout,
+        "\
+classic resolution of namespace operators: no consistent set of operators exists, because:
+  - bundle primary/olm/stable/c.v1 is refused: its install modes do not support OperatorGroup global targeting all namespaces: AllNamespaces InstallModeType not supported, cannot configure to watch all namespaces
+  - bundle primary/olm/stable/c.v2 is refused: its install modes do not support OperatorGroup global targeting all namespaces: AllNamespaces InstallModeType not supported, cannot configure to watch all namespaces
+  - subscription c-stable exists
+  - subscription c-stable requires at least one of primary/olm/stable/c.v2 or primary/olm/stable/c.v1
+"
+    );
+    // Targeting its own namespace, the newest bundle installs.
+    let path = cluster_request(
+        &dir,
+        "",
+        "  operatorGroup: {name: own, targetNamespaces: [operators]}\n",
+    );
+    let (code, stdout, stderr) = run(&["resolve", path.to_str().unwrap()]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        stdout.contains("  bundle:     c.v2 (version 2.0.0)\n"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn unsafe_steps_are_refused_with_the_reason_and_conflicts_flagged() {
+    let dir = tempfile::tempdir().unwrap();
+    let installed = "installed:\n  - {name: c.v1, version: 1.0.0}\n";
+    let path = cluster_request(
+        &dir,
+        installed,
+        concat!(
+            "  openshiftVersion: 4.16.0\n",
+            "  operatorGroup: {name: own, targetNamespaces: [operators, team-a]}\n",
+            "  crds:\n",
+            "    - {name: caches.c.example.com, servedVersions: [v1alpha1], storedVersions: [v1alpha1]}\n",
+        ),
+    );
+    let (code, stdout, stderr) = run(&["resolve", path.to_str().unwrap()]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(
+        stdout,
+        "\
+classic resolution of namespace operators:
+
+subscription c-stable (package c)
+  no change:  stays at c.v1
+  refused:    c.v2 from primary/olm: its install modes do not support OperatorGroup own targeting namespaces operators, team-a: MultiNamespace InstallModeType not supported, cannot configure to watch 2 namespaces; its CRD caches.c.example.com drops version v1alpha1, which is still served by the cluster and still in its status.storedVersions
+
+OpenShift 4.16.0: the next minor upgrade is not blocked
+"
+    );
+
+    let path = cluster_request(
+        &dir,
+        installed,
+        concat!(
+            "  openshiftVersion: 4.16.0\n",
+            "  operatorGroup: {name: own, targetNamespaces: [operators]}\n",
+            "  otherOperatorGroups:\n",
+            "    - {name: shared, namespace: team-a, providedAPIs: [Cache.v1.c.example.com]}\n",
+            "  crds:\n",
+            "    - {name: caches.c.example.com, servedVersions: [v1], storedVersions: [v1]}\n",
+        ),
+    );
+    let (code, stdout, stderr) = run(&["resolve", path.to_str().unwrap()]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(
+        stdout,
+        "\
+classic resolution of namespace operators:
+
+subscription c-stable (package c)
+  bundle:     c.v2 (version 2.0.0)
+  channel:    stable
+  catalog:    primary/olm
+  image:      registry.example.com/c-bundle:v2.0.0
+  step:       upgrade c.v1 -> c.v2
+  warning:    c.v2: it provides Cache.v1.c.example.com that OperatorGroup team-a/shared already provides in namespace operators
+
+OpenShift 4.16.0: the next minor upgrade is blocked
+  - c.v2 blocks the upgrade to OpenShift 4.17: its olm.maxOpenShiftVersion is 4.16
+"
+    );
+}
+
+#[test]
+fn bad_cluster_facts_name_the_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = cluster_request(&dir, "", "  crds:\n    - {servedVersions: [v1]}\n");
+    let path = path.to_str().unwrap();
+    let (code, stdout, stderr) = run(&["resolve", path]);
+    assert_eq!((code, stdout.as_str()), (1, ""));
+    assert_eq!(
+        stderr,
+        format!("error: {path}: cluster.crds[0]: missing field `name` at line 9 column 7\n")
+    );
+}
+
+#[test]
+fn the_upgrade_path_lists_every_step() {
+    let dir = tempfile::tempdir().unwrap();
+    let catalog = dir.path().join("catalog");
+    std::fs::create_dir(&catalog).unwrap();
+    let bundle = |v: u32| {
+        format!(
+            "---\nschema: olm.bundle\npackage: p\nname: p.v{v}\nimage: registry.example.com/p:v{v}\nproperties:\n  - {{type: olm.package, value: {{packageName: p, version: {v}.0.0}}}}\n"
+        )
+    };
+    let fbc = format!(
+        "---\nschema: olm.package\nname: p\ndefaultChannel: stable\n---\nschema: olm.channel\npackage: p\nname: stable\nentries:\n  - {{name: p.v1}}\n  - {{name: p.v2, replaces: p.v1}}\n  - {{name: p.v3, replaces: p.v2}}\n{}{}{}",
+        bundle(1),
+        bundle(2),
+        bundle(3)
+    );
+    std::fs::write(catalog.join("catalog.yaml"), fbc).unwrap();
+    let path = dir.path().join("request.yaml");
+    std::fs::write(
+        &path,
+        "\
+mode: classic
+namespace: ns
+catalogs: [{name: c, directory: catalog}]
+installed: [{name: p.v1, version: 1.0.0}]
+subscriptions: [{name: p, package: p, source: c, installedCSV: p.v1}]
+",
+    )
+    .unwrap();
+    let (code, stdout, stderr) = run(&["resolve", path.to_str().unwrap()]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(
+        stdout,
+        "\
+classic resolution of namespace ns:
+
+subscription p (package p)
+  bundle:     p.v2 (version 2.0.0)
+  channel:    stable
+  catalog:    c/ns
+  image:      registry.example.com/p:v2
+  step:       upgrade p.v1 -> p.v2
+  path:       p.v1 -> p.v2 -> p.v3
+"
+    );
 }

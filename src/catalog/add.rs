@@ -29,11 +29,10 @@ pub struct NewBundle {
 }
 
 /// The bundle's version from its `olm.package` property.
-fn version_of(b: &Bundle) -> Option<Version> {
-    b.properties.iter().find_map(|p| match property::parse(p) {
-        Ok(property::Typed::Package { version, .. }) if p.kind == property::PACKAGE => {
-            Version::parse(&version).ok()
-        }
+pub(crate) fn version_of(b: &Bundle) -> Option<Version> {
+    let mut packages = b.properties.iter().filter(|p| p.kind == property::PACKAGE);
+    packages.find_map(|p| match property::parse(p) {
+        Ok(property::Typed::Package { version, .. }) => Version::parse(&version).ok(),
         _ => None,
     })
 }

@@ -4,6 +4,7 @@ mod add;
 mod build;
 mod images;
 mod migrate;
+mod mirror;
 mod probe;
 mod render;
 mod resolve;
@@ -48,6 +49,7 @@ enum Command {
     Build(build::BuildArgs),
     Add(add::AddArgs),
     Resolve(resolve::ResolveArgs),
+    Mirror(mirror::MirrorArgs),
     /// Check a server's health like grpc_health_probe (also runs when invoked as `grpc_health_probe`).
     HealthProbe {
         /// grpc_health_probe flags, e.g. -addr=:50051 -service=Registry -connect-timeout=1s -rpc-timeout=1s.
@@ -87,6 +89,7 @@ pub fn main() -> i32 {
         Command::Render(args) => render::run(args, cli.use_http, cli.skip_tls_verify),
         Command::Migrate(args) => migrate::run(args),
         Command::Resolve(args) => resolve::run(args, cli.use_http, cli.skip_tls_verify),
+        Command::Mirror(args) => mirror::run(args, cli.use_http, cli.skip_tls_verify),
         Command::HealthProbe { args } => probe::run(&args),
         Command::Version => {
             println!("olm-registry {}", env!("CARGO_PKG_VERSION"));

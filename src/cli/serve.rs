@@ -11,7 +11,8 @@ use tracing::{error, info, warn};
 /// Serve a file-based catalog over the Operator Registry gRPC API (drop-in for `opm serve`).
 ///
 /// SOURCE is an FBC directory, or a catalog image (registry reference or oci:DIR[:TAG]),
-/// which is pulled and unpacked first.
+/// which is pulled and unpacked first. The resolution service
+/// (olmregistry.resolution.v1.Resolution) is served beside api.Registry.
 ///
 /// The port is bound at once; health reports NOT_SERVING until the catalog is loaded, then
 /// SERVING. SIGTERM/SIGINT stop gracefully. The catalog is indexed into SQLite; with
@@ -48,6 +49,10 @@ pub struct ServeArgs {
     /// How long in-flight calls may run after SIGTERM before they are cut.
     #[arg(long, default_value = "10s", value_parser = parse_duration)]
     shutdown_grace: Duration,
+    /// How long the resolution service keeps a catalog read from another server before
+    /// reading it again (it also re-reads after that server's connection drops).
+    #[arg(long, default_value = "5m", value_parser = parse_duration)]
+    resolution_catalog_ttl: Duration,
     #[command(flatten)]
     image: ImageArgs,
 }
@@ -138,9 +143,14 @@ fn serve(args: &ServeArgs, use_http: bool, skip_tls_verify: bool) -> Result<(), 
         let listener = bind(&args.port).await?;
         let addr = listener.local_addr().map_err(|e| e.to_string())?;
         info!("listening on {addr}");
-        server::run(listener, load, args.shutdown_grace)
-            .await
-            .map_err(|e| e.to_string())
+        server::run(
+            listener,
+            load,
+            args.shutdown_grace,
+            args.resolution_catalog_ttl,
+        )
+        .await
+        .map_err(|e| e.to_string())
     })
 }
 

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 
 const REF_NAME: &str = "org.opencontainers.image.ref.name";
 
+#[derive(Debug)]
 pub struct Layout {
     root: PathBuf,
 }

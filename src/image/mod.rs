@@ -6,6 +6,7 @@ pub mod create;
 pub mod layout;
 pub mod reference;
 pub mod registry;
+pub mod remote;
 pub mod unpack;
 
 pub use create::{BuiltImage, build_image};

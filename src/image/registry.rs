@@ -47,7 +47,7 @@ pub struct Pulled {
 }
 
 pub struct Registry {
-    client: Client,
+    pub(super) client: Client,
     credentials: Credentials,
     cache: Layout,
 }
@@ -56,7 +56,7 @@ const ATTEMPTS: u32 = 5;
 
 /// Transient failures worth another try. A certificate the client does not trust is not one,
 /// though it shows up as a connection error.
-fn transient(e: &OciDistributionError) -> bool {
+pub(super) fn transient(e: &OciDistributionError) -> bool {
     match e {
         OciDistributionError::RequestError(r) => {
             (r.is_connect() || r.is_timeout() || r.is_body() || r.is_request())
@@ -69,7 +69,7 @@ fn transient(e: &OciDistributionError) -> bool {
 }
 
 /// One line about what went wrong, in terms of the image.
-fn describe(e: &OciDistributionError) -> String {
+pub(super) fn describe(e: &OciDistributionError) -> String {
     match e {
         OciDistributionError::AuthenticationFailure(m) => format!("authentication failed: {m}"),
         OciDistributionError::UnauthorizedError { .. } => {
@@ -166,6 +166,9 @@ impl Registry {
             accept_invalid_certificates: opts.skip_tls_verify,
             connect_timeout: Some(Duration::from_secs(10)),
             read_timeout: Some(Duration::from_secs(60)),
+            // One PUT per blob: streamed uploads need no chunk bookkeeping, and loopback or LAN
+            // registries take a whole layer per request faster than 4 MiB PATCHes.
+            use_monolithic_push: true,
             ..Default::default()
         };
         if let Some(platform) = &opts.platform {
@@ -191,7 +194,7 @@ impl Registry {
         })
     }
 
-    fn auth(&self, r: &Reference) -> RegistryAuth {
+    pub(super) fn auth(&self, r: &Reference) -> RegistryAuth {
         self.credentials.for_registry(r.resolve_registry())
     }
 

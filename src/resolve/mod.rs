@@ -6,12 +6,17 @@
 //! - [`solver`]: variables and constraints, the preference search and explanations;
 //! - [`classic`]: OLM classic resolution of a namespace's subscriptions;
 //! - [`v1`]: OLM v1 resolution of one ClusterExtension;
-//! - [`openshift`]: the `olm.maxOpenShiftVersion` upgrade checks.
+//! - [`openshift`]: the `olm.maxOpenShiftVersion` upgrade checks;
+//! - [`safety`]: OLM's install rules checked against the cluster's state (CRD versions,
+//!   OperatorGroups, maxOpenShiftVersion);
+//! - [`service`]: a whole request (CLI file or gRPC message) to its answer.
 pub mod cel_rule;
 pub mod classic;
 pub mod olm_constraint;
 pub mod openshift;
 pub mod predicate;
+pub mod safety;
+pub mod service;
 pub mod solver;
 pub mod v1;
 pub mod version_constraint;

@@ -41,7 +41,7 @@ fn to_status(e: QueryError) -> Status {
 }
 
 impl Catalog {
-    async fn store(&self) -> Result<Arc<Store>, Status> {
+    pub(super) async fn store(&self) -> Result<Arc<Store>, Status> {
         let mut rx = self.rx.clone();
         let ready = rx
             .wait_for(Option::is_some)

@@ -1,29 +1,40 @@
 //! The gRPC server of a CatalogSource pod: `api.Registry`, `api.ExperimentalRegistry`,
-//! health and reflection (v1 and v1alpha), with start-up and shutdown as OLM expects.
+//! `olmregistry.resolution.v1.Resolution`, health and reflection (v1 and v1alpha), with
+//! start-up and shutdown as OLM expects.
 //!
 //! The port is bound before the catalog is loaded, so probes get an answer at once: health
 //! says NOT_SERVING until the index is open, and registry calls wait for it. SIGTERM or
 //! SIGINT stops accepting, lets in-flight calls and streams finish (up to a grace period)
 //! and returns.
 mod catalog;
+pub mod catalogs;
 mod experimental;
 mod health;
 mod registry;
+mod resolution;
 
+use crate::api::resolution::server::resolution_server::ResolutionServer;
 use crate::api::server::experimental_registry_server::ExperimentalRegistryServer;
 use crate::api::server::registry_server::RegistryServer;
 use crate::store::cache::{CacheError, Loaded};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::TcpListener;
+use tokio_stream::StreamExt;
 use tokio_stream::wrappers::TcpListenerStream;
 use tonic_health::pb::health_check_response::ServingStatus;
 use tonic_health::pb::health_server::HealthServer;
 use tracing::{error, info, warn};
 
 /// Serves on `listener` the catalog that `load` opens (on a blocking thread) until a
-/// termination signal. An error means the catalog could not be loaded.
-pub async fn run<L>(listener: TcpListener, load: L, grace: Duration) -> Result<(), CacheError>
+/// termination signal. `catalog_ttl` bounds how long the resolution service keeps another
+/// server's catalog. An error means the catalog could not be loaded.
+pub async fn run<L>(
+    listener: TcpListener,
+    load: L,
+    grace: Duration,
+    catalog_ttl: Duration,
+) -> Result<(), CacheError>
 where
     L: FnOnce() -> Result<Loaded, CacheError> + Send + 'static,
 {
@@ -55,12 +66,26 @@ where
             .max_encoding_message_size(usize::MAX),
         )
         .add_service(ExperimentalRegistryServer::new(
-            experimental::ExperimentalService { catalog },
+            experimental::ExperimentalService {
+                catalog: catalog.clone(),
+            },
         ))
+        .add_service(ResolutionServer::new(resolution::ResolutionService {
+            catalog,
+            remote: Arc::new(catalogs::RemoteCatalogs::new(catalog_ttl)),
+            local: tokio::sync::Mutex::new(None),
+        }))
         .add_service(HealthServer::new(health))
         .add_service(reflection_v1)
         .add_service(reflection_v1alpha);
-    let incoming = TcpListenerStream::new(listener);
+    // The builder's tcp_nodelay applies only to listeners it binds itself; without it a small
+    // unary answer (headers, data, trailers) waits out the client's delayed ACK.
+    let incoming = TcpListenerStream::new(listener).map(|stream| {
+        if let Ok(s) = &stream {
+            let _ = s.set_nodelay(true);
+        }
+        stream
+    });
     let mut server = tokio::spawn(router.serve_with_incoming_shutdown(incoming, async {
         let _ = stop_rx.await;
     }));

@@ -11,6 +11,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 pub struct CuttingProxy {
     pub addr: String,
     pub cut: Arc<AtomicUsize>,
+    remaining: Arc<AtomicUsize>,
 }
 
 impl CuttingProxy {
@@ -33,7 +34,16 @@ impl CuttingProxy {
                 std::thread::spawn(move || pipe(server, client, Some((after, remaining, cut))));
             }
         });
-        CuttingProxy { addr, cut }
+        CuttingProxy {
+            addr,
+            cut,
+            remaining,
+        }
+    }
+
+    /// From now on every connection passes whole (the registry is back).
+    pub fn stop_cutting(&self) {
+        self.remaining.store(0, Ordering::SeqCst);
     }
 
     pub fn cuts_made(&self) -> usize {

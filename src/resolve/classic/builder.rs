@@ -1,244 +1,124 @@
 //! Turning a namespace's state into solver variables and constraints (resolution spec
 //! §2.5–§2.7), with the admin-readable messages of §7.
-use std::cmp::Reverse;
-use std::collections::{BTreeMap, HashMap, VecDeque};
+//!
+//! The variables reachable from the subscriptions and installed operators are found first,
+//! as entry numbers with their provider lists; that walk is where every hard error of
+//! §2.11 surfaces. The result is then handed to the solver either lazily (numbers only, for
+//! the preference search) or as the full problem with identifiers and messages (for
+//! explanations).
+use std::collections::{BTreeMap, HashMap};
+use std::rc::Rc;
 
-use crate::catalog::property::{GVK, PACKAGE};
-use crate::catalog::semver::Range;
-use crate::resolve::predicate::Predicate;
-use crate::resolve::solver::{Constraint, ConstraintKind, Variable};
+use crate::resolve::solver::{self, Constraint, ConstraintKind, Variable};
 
+use super::prepared::{SimpleRequirement, UniqueKey};
 use super::request::{ClassicError, ClassicRequest, Subscription};
-use super::requirements::requirements;
-use super::universe::{DEPRECATED, Universe};
+use super::universe::Universe;
 
-/// The constraints of one entry variable, kept apart so they can be emitted in the order of
-/// §2.5 whatever order they were found in.
-#[derive(Default)]
-struct EntryConstraints {
-    fixed: Vec<Constraint>,
-    dependencies: Vec<Constraint>,
-    conflicts: Vec<Constraint>,
+/// A subscription's candidates in preference order (the installed CSV last, as "stay"), or
+/// the reason it matches nothing.
+enum Candidates {
+    Found(Rc<[usize]>),
+    None(String),
 }
 
-pub struct Builder<'u> {
-    u: &'u Universe,
+pub struct Builder<'u, 'p> {
+    u: &'u Universe<'p>,
     namespace: &'u str,
-    vars: HashMap<usize, EntryConstraints>,
-    /// Entry variables in creation order.
+    /// Per entry, its position in `order` (`usize::MAX`: not a variable).
+    position: Vec<usize>,
+    /// Entry variables in creation order; the ones from `next` on still need their
+    /// requirements.
     order: Vec<usize>,
-    pending: VecDeque<usize>,
-    replaces: HashMap<usize, String>,
-    starting_csv: HashMap<usize, String>,
-    /// Providers of simple requirements by (requiring catalog, requirement): every version
-    /// of a package tends to require the same APIs, and the candidates and their order
-    /// depend on nothing else.
-    provider_cache: HashMap<(usize, SimpleRequirement), (Vec<usize>, Vec<String>)>,
-}
-
-/// A GVK, package-range or label requirement, compared structurally.
-#[derive(PartialEq, Eq, Hash)]
-enum SimpleRequirement {
-    Gvk(String, String, String),
-    Package(String, String),
-    Label(String),
-}
-
-impl SimpleRequirement {
-    fn of(predicate: &Predicate) -> Option<SimpleRequirement> {
-        match predicate {
-            Predicate::Gvk {
-                group,
-                version,
-                kind,
-            } => Some(SimpleRequirement::Gvk(
-                group.clone(),
-                version.clone(),
-                kind.clone(),
-            )),
-            Predicate::Package {
-                name, range_text, ..
-            } => Some(SimpleRequirement::Package(name.clone(), range_text.clone())),
-            Predicate::Label(label) => Some(SimpleRequirement::Label(label.clone())),
-            _ => None,
-        }
-    }
-}
-
-/// The problem in anchor order (§2.9): subscriptions in request order, then installed CSVs
-/// and uniqueness variables by identifier, then everything else.
-pub struct Built {
-    pub problem: Vec<Variable>,
-    /// Solver identifier → entry index, for the entries of real catalogs.
-    pub entries: HashMap<String, usize>,
+    next: usize,
+    /// Per position in `order`, the providers of each requirement, in requirement order.
+    dependencies: Vec<Vec<Rc<[usize]>>>,
+    /// Subscription candidates replacing an installed CSV: that CSV, once per subscription.
+    conflicts: HashMap<usize, Vec<usize>>,
+    subscriptions: Vec<Candidates>,
     /// Catalog entries offered as an upgrade of an installed CSV: the CSV they replace.
     pub replaces: HashMap<usize, String>,
     /// Catalog entries offered through a subscription's `startingCSV`.
     pub starting_csv: HashMap<usize, String>,
+    /// Providers of simple requirements by (requiring catalog, requirement): every version
+    /// of a package tends to require the same APIs, and the candidates and their order
+    /// depend on nothing else.
+    provider_cache: HashMap<(usize, SimpleRequirement), Rc<[usize]>>,
 }
 
-impl<'u> Builder<'u> {
-    pub fn build(u: &'u Universe, req: &'u ClassicRequest<'_>) -> Result<Built, ClassicError> {
-        let b = Builder {
+const NONE: usize = usize::MAX;
+
+impl<'u, 'p> Builder<'u, 'p> {
+    /// Every reachable variable (§2.5), or the first hard error met on the way.
+    pub fn build(
+        u: &'u Universe<'p>,
+        req: &'u ClassicRequest<'_>,
+    ) -> Result<Builder<'u, 'p>, ClassicError> {
+        let mut b = Builder {
             u,
             namespace: &req.namespace,
-            vars: HashMap::new(),
+            position: vec![NONE; u.len()],
             order: Vec::new(),
-            pending: VecDeque::new(),
+            next: 0,
+            dependencies: Vec::new(),
+            conflicts: HashMap::new(),
+            subscriptions: Vec::with_capacity(req.subscriptions.len()),
             replaces: HashMap::new(),
             starting_csv: HashMap::new(),
             provider_cache: HashMap::new(),
         };
-        b.problem(req)
+        for s in &req.subscriptions {
+            let candidates = b.subscription(s)?;
+            b.subscriptions.push(candidates);
+        }
+        for e in 0..u.part(0).entries.len() {
+            b.var(e);
+        }
+        while b.next < b.order.len() {
+            let e = b.order[b.next];
+            b.next += 1;
+            let found = b.requirements(e)?;
+            b.dependencies.push(found);
+        }
+        Ok(b)
     }
 
-    fn problem(mut self, req: &ClassicRequest<'_>) -> Result<Built, ClassicError> {
-        let subscriptions = req
-            .subscriptions
-            .iter()
-            .map(|s| self.subscription(s))
-            .collect::<Result<Vec<_>, _>>()?;
-        for e in 0..self.u.entries.len() {
-            if self.u.entries[e].is_existing() {
-                self.var(e);
-            }
-        }
-        while let Some(e) = self.pending.pop_front() {
-            self.dependencies(e)?;
-        }
-        let mut problem = subscriptions;
-        let mut installed = Vec::new();
-        let mut others = Vec::new();
-        let mut entries = HashMap::new();
-        for &e in &self.order {
-            let entry = &self.u.entries[e];
-            let c = self.vars.remove(&e).unwrap_or_default();
-            let variable = Variable {
-                id: entry.id.clone(),
-                constraints: c
-                    .fixed
-                    .into_iter()
-                    .chain(c.dependencies)
-                    .chain(c.conflicts)
-                    .collect(),
-            };
-            if entry.is_existing() {
-                installed.push(variable);
-            } else {
-                entries.insert(entry.id.clone(), e);
-                others.push(variable);
-            }
-        }
-        installed.sort_by(|a, b| a.id.cmp(&b.id));
-        problem.extend(installed);
-        problem.extend(self.uniqueness());
-        problem.extend(others);
-        Ok(Built {
-            problem,
-            entries,
-            replaces: self.replaces,
-            starting_csv: self.starting_csv,
-        })
-    }
-
-    /// Creates the variable of entry `e` once, with its fixed constraints, and queues its
-    /// requirements.
-    fn var(&mut self, e: usize) -> &mut EntryConstraints {
-        if !self.vars.contains_key(&e) {
-            let entry = &self.u.entries[e];
-            let mut fixed = Vec::new();
-            if entry.is_existing() && !entry.owned {
-                fixed.push(Constraint::with_message(
-                    ConstraintKind::Mandatory,
-                    format!(
-                        "clusterserviceversion {} exists and is not referenced by a subscription",
-                        entry.name
-                    ),
-                ));
-            }
-            if entry.properties.iter().any(|p| p.kind == DEPRECATED) {
-                fixed.push(Constraint::with_message(
-                    ConstraintKind::Prohibited,
-                    format!("bundle {} is deprecated", entry.id),
-                ));
-            }
-            self.vars.insert(
-                e,
-                EntryConstraints {
-                    fixed,
-                    ..Default::default()
-                },
-            );
+    /// Makes entry `e` a variable, once.
+    fn var(&mut self, e: usize) {
+        if self.position[e] == NONE {
+            self.position[e] = self.order.len();
             self.order.push(e);
-            self.pending.push_back(e);
         }
-        self.vars.entry(e).or_default()
     }
 
-    /// The subscription's variable and its candidates (§2.6).
-    fn subscription(&mut self, s: &Subscription) -> Result<Variable, ClassicError> {
+    /// The subscription's candidates (§2.6).
+    fn subscription(&mut self, s: &Subscription) -> Result<Candidates, ClassicError> {
         if s.source.is_empty() || s.source_namespace.is_empty() {
             return Err(ClassicError::Invalid(format!(
                 "subscription {} must name its source catalog and the catalog's namespace",
                 s.name
             )));
         }
-        let exists = Constraint::with_message(
-            ConstraintKind::Mandatory,
-            format!("subscription {} exists", s.name),
-        );
         let current = self.current(s)?;
         let candidates = match self.candidates(s, current)? {
             Ok(candidates) => candidates,
-            Err(reason) => {
-                return Ok(Variable {
-                    id: format!("subscription:{}", s.name),
-                    constraints: vec![
-                        exists,
-                        Constraint::with_message(ConstraintKind::Prohibited, reason),
-                    ],
-                });
-            }
+            Err(reason) => return Ok(Candidates::None(reason)),
         };
-        let mut ids = Vec::with_capacity(candidates.len() + 1);
         for &c in &candidates {
-            ids.push(self.u.entries[c].id.clone());
+            self.var(c);
             if let Some(cur) = current {
-                let cur_id = self.u.entries[cur].id.clone();
-                self.var(c)
-                    .conflicts
-                    .push(Constraint::new(ConstraintKind::Conflict(cur_id)));
-                self.replaces.insert(c, self.u.entries[cur].name.clone());
-            } else {
-                self.var(c);
-                if !s.starting_csv.is_empty() {
-                    self.starting_csv.insert(c, s.starting_csv.clone());
-                }
+                self.conflicts.entry(c).or_default().push(cur);
+                self.replaces.insert(c, self.u.entry(cur).name.clone());
+            } else if !s.starting_csv.is_empty() {
+                self.starting_csv.insert(c, s.starting_csv.clone());
             }
         }
+        let mut all = candidates;
         if let Some(cur) = current {
             self.var(cur);
-            ids.push(self.u.entries[cur].id.clone());
+            all.push(cur);
         }
-        let message = match ids.as_slice() {
-            [] => format!(
-                "no operators found matching the criteria of subscription {}",
-                s.name
-            ),
-            [only] => format!("subscription {} requires {only}", s.name),
-            [init @ .., last] => format!(
-                "subscription {} requires at least one of {} or {last}",
-                s.name,
-                init.join(", ")
-            ),
-        };
-        Ok(Variable {
-            id: format!("subscription:{}", s.name),
-            constraints: vec![
-                exists,
-                Constraint::with_message(ConstraintKind::Dependency(ids), message),
-            ],
-        })
+        Ok(Candidates::Found(all.into()))
     }
 
     /// The installed CSV the subscription owns, if it is still there.
@@ -246,11 +126,8 @@ impl<'u> Builder<'u> {
         if s.installed_csv.is_empty() {
             return Ok(None);
         }
-        let matches: Vec<usize> = (0..self.u.entries.len())
-            .filter(|&e| {
-                let entry = &self.u.entries[e];
-                entry.is_existing() && entry.name == s.installed_csv
-            })
+        let matches: Vec<usize> = (0..self.u.part(0).entries.len())
+            .filter(|&e| self.u.entry(e).name == s.installed_csv)
             .collect();
         match matches.as_slice() {
             [] => Ok(None),
@@ -260,7 +137,7 @@ impl<'u> Builder<'u> {
                 self.namespace,
                 s.name,
                 many.iter()
-                    .map(|&e| self.u.entries[e].name.as_str())
+                    .map(|&e| self.u.entry(e).name.as_str())
                     .collect::<Vec<_>>()
                     .join(", ")
             ))),
@@ -278,20 +155,20 @@ impl<'u> Builder<'u> {
             let info = &self.u.catalogs[c];
             info.name == s.source && info.namespace == s.source_namespace
         });
-        let groups: Vec<usize> = catalog
-            .map(|c| self.u.catalog_groups[c].clone())
-            .unwrap_or_default();
-        let non_empty = |g: &&usize| !self.u.groups[**g].entries.is_empty();
-        if !groups.iter().any(|g| non_empty(&g)) {
+        let Some(catalog) = catalog.filter(|&c| !self.u.part(c).entries.is_empty()) else {
             return Ok(Err(format!(
                 "no operators found from catalog {} in namespace {} referenced by subscription {}",
                 s.source, s.source_namespace, s.name
             )));
-        }
-        let in_package: Vec<usize> = groups
+        };
+        let part = self.u.part(catalog);
+        let in_package: Vec<usize> = part
+            .package_groups
+            .get(&s.package)
             .into_iter()
-            .filter(|&g| self.u.groups[g].package == s.package)
-            .filter(|g| non_empty(&g))
+            .flatten()
+            .copied()
+            .filter(|&g| !part.groups[g].entries.is_empty())
             .collect();
         if in_package.is_empty() {
             return Ok(Err(format!(
@@ -301,7 +178,7 @@ impl<'u> Builder<'u> {
         }
         let mut in_channel: Vec<usize> = in_package
             .into_iter()
-            .filter(|&g| s.channel.is_empty() || self.u.groups[g].channel == s.channel)
+            .filter(|&g| s.channel.is_empty() || part.groups[g].channel == s.channel)
             .collect();
         if in_channel.is_empty() {
             return Ok(Err(format!(
@@ -313,8 +190,8 @@ impl<'u> Builder<'u> {
         if let Some(name) = starting
             && !in_channel
                 .iter()
-                .flat_map(|&g| &self.u.groups[g].entries)
-                .any(|&e| self.u.entries[e].name == *name)
+                .flat_map(|&g| &part.groups[g].entries)
+                .any(|&e| part.entries[e].name == *name)
         {
             return Ok(Err(format!(
                 "no operators found with name {name} in channel {} of package {} in the catalog referenced by subscription {}",
@@ -322,145 +199,173 @@ impl<'u> Builder<'u> {
             )));
         }
         in_channel.sort_by(|&a, &b| {
-            let (a, b) = (&self.u.groups[a], &self.u.groups[b]);
+            let (a, b) = (&part.groups[a], &part.groups[b]);
             b.default_channel
                 .cmp(&a.default_channel)
                 .then_with(|| a.channel.cmp(&b.channel))
         });
         let mut ordered = Vec::new();
         for g in in_channel {
-            ordered.extend_from_slice(self.u.chain(g).map_err(ClassicError::Invalid)?);
+            let chain = part.groups[g]
+                .chain
+                .as_ref()
+                .map_err(|e| ClassicError::Invalid(e.clone()))?;
+            ordered.extend_from_slice(chain);
         }
-        Ok(Ok(match (current, starting) {
+        let kept: Vec<usize> = match (current, starting) {
             (Some(cur), _) => {
-                let cur = &self.u.entries[cur];
+                let cur = self.u.entry(cur);
                 ordered
                     .into_iter()
                     .filter(|&e| {
-                        let e = &self.u.entries[e];
+                        let e = &part.entries[e];
                         e.replaces == cur.name
                             || e.skips.contains(&cur.name)
                             || cur.version.as_ref().is_some_and(|v| {
-                                Range::parse(&e.skip_range).is_ok_and(|r| r.contains(v))
+                                e.skip_range_parsed.as_ref().is_some_and(|r| r.contains(v))
                             })
                     })
                     .collect()
             }
             (None, Some(name)) => ordered
                 .into_iter()
-                .filter(|&e| self.u.entries[e].name == *name)
+                .filter(|&e| part.entries[e].name == *name)
                 .collect(),
             (None, None) => ordered,
-        }))
+        };
+        Ok(Ok(kept
+            .into_iter()
+            .map(|e| self.u.global(catalog, e))
+            .collect()))
     }
 
-    /// One `Dependency` per requirement of entry `e` (§2.7).
-    fn dependencies(&mut self, e: usize) -> Result<(), ClassicError> {
-        let entry = &self.u.entries[e];
-        let predicates = requirements(&entry.properties).map_err(ClassicError::Invalid)?;
+    /// The providers of each requirement of entry `e` (§2.7), which become variables.
+    fn requirements(&mut self, e: usize) -> Result<Vec<Rc<[usize]>>, ClassicError> {
+        let u = self.u;
+        let (own, _) = u.locate(e);
+        let predicates = u
+            .entry(e)
+            .requirements
+            .as_ref()
+            .map_err(|err| ClassicError::Invalid(err.clone()))?;
+        let mut found = Vec::with_capacity(predicates.len());
         for predicate in predicates {
-            let key = SimpleRequirement::of(&predicate).map(|r| (entry.catalog, r));
-            let (providers, ids) = match key.as_ref().and_then(|k| self.provider_cache.get(k)) {
+            let key = SimpleRequirement::of(predicate).map(|r| (own, r));
+            let providers = match key.as_ref().and_then(|k| self.provider_cache.get(k)) {
                 Some(cached) => cached.clone(),
                 None => {
-                    let providers = self.providers(e, &predicate)?;
-                    let ids: Vec<String> = providers
-                        .iter()
-                        .map(|&p| self.u.entries[p].id.clone())
-                        .collect();
+                    let providers: Rc<[usize]> = u
+                        .providers(own, predicate)
+                        .map_err(ClassicError::Invalid)?
+                        .into();
                     if let Some(key) = key {
-                        self.provider_cache
-                            .insert(key, (providers.clone(), ids.clone()));
+                        self.provider_cache.insert(key, providers.clone());
                     }
-                    (providers, ids)
+                    providers
                 }
             };
-            let message = format!("bundle {} requires an operator {predicate}", entry.name);
-            for &p in &providers {
+            for &p in providers.iter() {
                 self.var(p);
             }
-            self.var(e).dependencies.push(Constraint::with_message(
-                ConstraintKind::Dependency(ids),
-                message,
-            ));
+            found.push(providers);
         }
-        Ok(())
+        Ok(found)
     }
 
-    /// Every visible entry satisfying `predicate`, in the candidate order of §2.3–§2.4
-    /// seen from entry `x`.
-    fn providers(&self, x: usize, predicate: &Predicate) -> Result<Vec<usize>, ClassicError> {
-        let own = self.u.entries[x].catalog;
-        let mut catalogs: Vec<usize> = (0..self.u.catalogs.len()).collect();
-        catalogs.sort_by_key(|&c| {
-            let info = &self.u.catalogs[c];
-            (
-                c != 0,
-                c != own,
-                Reverse(info.priority),
-                info.namespace != self.namespace,
-                info.name.as_str(),
-                info.namespace.as_str(),
-            )
-        });
-        let mut rank = vec![0; catalogs.len()];
-        for (position, &c) in catalogs.iter().enumerate() {
-            rank[c] = position;
+    /// Variable number of subscription `i` in [`solver::lazy::Source`] terms.
+    fn subscription_var(&self, i: usize) -> usize {
+        self.u.len() + i
+    }
+
+    /// The selected catalog entries of a lazy solve, in variable creation order.
+    pub fn selected_entries(&self, selected: &[usize]) -> Vec<usize> {
+        let mut entries: Vec<usize> = selected
+            .iter()
+            .copied()
+            .filter(|&v| v < self.u.len() && !self.u.is_existing(v))
+            .collect();
+        entries.sort_by_key(|&e| self.position[e]);
+        entries
+    }
+
+    /// The whole problem in anchor order (§2.9): subscriptions in request order, then
+    /// installed CSVs and uniqueness variables by identifier, then everything else; and
+    /// the entry of every catalog variable's identifier.
+    pub fn problem(&self, req: &ClassicRequest<'_>) -> (Vec<Variable>, HashMap<String, usize>) {
+        let u = self.u;
+        let mut problem: Vec<Variable> = req
+            .subscriptions
+            .iter()
+            .zip(&self.subscriptions)
+            .map(|(s, candidates)| subscription_variable(u, s, candidates))
+            .collect();
+        let mut installed = Vec::new();
+        let mut others = Vec::new();
+        let mut entries = HashMap::new();
+        for (position, &e) in self.order.iter().enumerate() {
+            let entry = u.entry(e);
+            let id = u.id(e);
+            let mut constraints = Vec::new();
+            if u.is_existing(e) && !entry.owned {
+                constraints.push(Constraint::with_message(
+                    ConstraintKind::Mandatory,
+                    format!(
+                        "clusterserviceversion {} exists and is not referenced by a subscription",
+                        entry.name
+                    ),
+                ));
+            }
+            if let Some(refusal) = u.refusal(e) {
+                constraints.push(Constraint::with_message(
+                    ConstraintKind::Prohibited,
+                    refusal,
+                ));
+            }
+            if entry.deprecated {
+                constraints.push(Constraint::with_message(
+                    ConstraintKind::Prohibited,
+                    format!("bundle {id} is deprecated"),
+                ));
+            }
+            let predicates = entry.requirements.iter().flatten();
+            for (predicate, providers) in predicates.zip(&self.dependencies[position]) {
+                constraints.push(Constraint::with_message(
+                    ConstraintKind::Dependency(providers.iter().map(|&p| u.id(p)).collect()),
+                    format!("bundle {} requires an operator {predicate}", entry.name),
+                ));
+            }
+            for &cur in self.conflicts.get(&e).into_iter().flatten() {
+                constraints.push(Constraint::new(ConstraintKind::Conflict(u.id(cur))));
+            }
+            if u.is_existing(e) {
+                installed.push(Variable { id, constraints });
+            } else {
+                entries.insert(id.clone(), e);
+                others.push(Variable { id, constraints });
+            }
         }
-        let satisfies = |e: &usize| predicate.matches(&self.u.entries[*e].subject());
-        let mut groups: Vec<usize> = match self.u.index.candidates(predicate) {
-            Some(candidates) => candidates
-                .iter()
-                .filter(|e| satisfies(e))
-                .map(|&e| self.u.group_of[e])
-                .collect(),
-            None => (0..self.u.entries.len())
-                .filter(satisfies)
-                .map(|e| self.u.group_of[e])
-                .collect(),
-        };
-        groups.sort_by_key(|&g| (rank[self.u.groups[g].catalog], self.u.group_rank[g]));
-        groups.dedup();
-        let mut providers = Vec::new();
-        for g in groups {
-            let chain = self.u.chain(g).map_err(ClassicError::Invalid)?;
-            providers.extend(chain.iter().copied().filter(satisfies));
-        }
-        Ok(providers)
+        installed.sort_by(|a, b| a.id.cmp(&b.id));
+        problem.extend(installed);
+        problem.extend(self.uniqueness());
+        problem.extend(others);
+        (problem, entries)
     }
 
     /// At most one provider per exact GVK and one entry per package (§2.5 invariants), for
     /// every group of two or more, in identifier order.
     fn uniqueness(&self) -> Vec<Variable> {
-        let mut gvks: BTreeMap<String, (String, Vec<String>)> = BTreeMap::new();
-        let mut packages: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        let mut gvks: BTreeMap<&str, Vec<String>> = BTreeMap::new();
+        let mut packages: BTreeMap<&str, Vec<String>> = BTreeMap::new();
         for &e in &self.order {
-            let entry = &self.u.entries[e];
-            for (p, value) in entry.properties.iter().zip(&entry.values) {
-                let Some(value) = value else {
-                    continue;
+            for key in &self.u.entry(e).unique {
+                let (map, name) = match key {
+                    UniqueKey::Gvk(id) => (&mut gvks, id),
+                    UniqueKey::Package(name) => (&mut packages, name),
                 };
-                let field = |k: &str| value.get(k).and_then(|v| v.as_str()).unwrap_or_default();
-                if p.kind == GVK {
-                    let id = format!(
-                        "{} ({}/{})",
-                        field("kind"),
-                        field("group"),
-                        field("version")
-                    );
-                    gvks.entry(id.clone())
-                        .or_insert_with(|| (id, Vec::new()))
-                        .1
-                        .push(entry.id.clone());
-                } else if p.kind == PACKAGE {
-                    packages
-                        .entry(field("packageName").to_owned())
-                        .or_default()
-                        .push(entry.id.clone());
-                }
+                map.entry(name.as_str()).or_default().push(self.u.id(e));
             }
         }
-        let group = |id: String, mandatory: String, members: Vec<String>, verb: &str| {
+        let group = |id: &str, mandatory: String, members: Vec<String>, verb: &str| {
             let mut members = members;
             members.sort();
             members.dedup();
@@ -470,7 +375,7 @@ impl<'u> Builder<'u> {
             let (init, last) = members.split_at(members.len() - 1);
             let at_most = format!("{} and {} {verb}", init.join(", "), last[0]);
             Some(Variable {
-                id,
+                id: id.to_owned(),
                 constraints: vec![
                     Constraint::with_message(ConstraintKind::Mandatory, mandatory),
                     Constraint::with_message(ConstraintKind::AtMost(1, members), at_most),
@@ -478,7 +383,7 @@ impl<'u> Builder<'u> {
             })
         };
         let mut vars: Vec<Variable> = gvks
-            .into_values()
+            .into_iter()
             .filter_map(|(id, members)| {
                 let mandatory = format!("there can be only one provider of {id}");
                 let verb = format!("provide {id}");
@@ -492,5 +397,90 @@ impl<'u> Builder<'u> {
             .collect();
         vars.sort_by(|a, b| a.id.cmp(&b.id));
         vars
+    }
+}
+
+fn subscription_variable(u: &Universe<'_>, s: &Subscription, candidates: &Candidates) -> Variable {
+    let exists = Constraint::with_message(
+        ConstraintKind::Mandatory,
+        format!("subscription {} exists", s.name),
+    );
+    let requirement = match candidates {
+        Candidates::None(reason) => {
+            Constraint::with_message(ConstraintKind::Prohibited, reason.clone())
+        }
+        Candidates::Found(found) => {
+            let ids: Vec<String> = found.iter().map(|&c| u.id(c)).collect();
+            let message = match ids.as_slice() {
+                [] => format!(
+                    "no operators found matching the criteria of subscription {}",
+                    s.name
+                ),
+                [only] => format!("subscription {} requires {only}", s.name),
+                [init @ .., last] => format!(
+                    "subscription {} requires at least one of {} or {last}",
+                    s.name,
+                    init.join(", ")
+                ),
+            };
+            Constraint::with_message(ConstraintKind::Dependency(ids), message)
+        }
+    };
+    Variable {
+        id: format!("subscription:{}", s.name),
+        constraints: vec![exists, requirement],
+    }
+}
+
+/// Variables are numbered as entries (`0..u.len()`), then subscriptions in request order.
+impl solver::lazy::Source for Builder<'_, '_> {
+    type Key = UniqueKey;
+
+    fn size(&self) -> usize {
+        self.u.len() + self.subscriptions.len()
+    }
+
+    fn anchors(&self) -> Vec<usize> {
+        let mut unowned: Vec<usize> = (0..self.u.part(0).entries.len())
+            .filter(|&e| !self.u.entry(e).owned)
+            .collect();
+        // Installed identifiers differ only in the CSV name.
+        unowned.sort_by(|&a, &b| self.u.entry(a).name.cmp(&self.u.entry(b).name));
+        (0..self.subscriptions.len())
+            .map(|i| self.subscription_var(i))
+            .chain(unowned)
+            .collect()
+    }
+
+    fn prohibited(&self, v: usize) -> bool {
+        match v.checked_sub(self.u.len()) {
+            Some(i) => matches!(self.subscriptions[i], Candidates::None(_)),
+            None => self.u.entry(v).deprecated || self.u.is_refused(v),
+        }
+    }
+
+    fn conflicts(&self, v: usize) -> &[usize] {
+        self.conflicts.get(&v).map_or(&[], Vec::as_slice)
+    }
+
+    fn dependencies(&self, v: usize) -> Vec<&[usize]> {
+        match v.checked_sub(self.u.len()) {
+            Some(i) => match &self.subscriptions[i] {
+                Candidates::Found(found) => vec![found],
+                Candidates::None(_) => Vec::new(),
+            },
+            None => self.dependencies[self.position[v]]
+                .iter()
+                .map(|p| &p[..])
+                .collect(),
+        }
+    }
+
+    fn keys(&self, v: usize) -> &[UniqueKey] {
+        if v < self.u.len() {
+            &self.u.entry(v).unique
+        } else {
+            &[]
+        }
     }
 }

@@ -5,7 +5,7 @@ use std::collections::{BTreeSet, HashMap};
 use crate::catalog::property::{GVK, PACKAGE};
 use crate::resolve::predicate::{LABEL, Predicate};
 
-use super::universe::Entry;
+use super::prepared::Entry;
 
 #[derive(Default)]
 pub struct ProviderIndex {

@@ -2,16 +2,22 @@
 //! resolved together in one SAT problem, preferring, in order, the subscriptions' own
 //! candidates nearest their channel heads and then dependency providers by catalog
 //! preference.
+//!
+//! What depends only on a catalog's content is kept in a [`PreparedCatalog`], which a
+//! server makes once per catalog snapshot and hands to [`resolve_prepared`] with every
+//! request; [`resolve`] prepares the request's catalogs on the fly.
 mod builder;
 pub mod chain;
 mod index;
+mod prepared;
 mod request;
 mod requirements;
 mod universe;
 
+pub use prepared::PreparedCatalog;
 pub use request::{
-    CatalogSource, ClassicError, ClassicRequest, Gvk, InstalledCsv, ResolvedOperator, Subscription,
-    UpgradeStrategy,
+    CatalogSource, ClassicError, ClassicRequest, Gvk, InstalledCsv, Refusal, ResolvedOperator,
+    Subscription, UpgradeStrategy,
 };
 pub use requirements::requirements;
 
@@ -24,18 +30,55 @@ use universe::Universe;
 /// for each (`replaces`, `starting_csv`). Operators that stay as installed are not listed.
 /// The answer depends only on the request, in request order.
 pub fn resolve(req: &ClassicRequest<'_>) -> Result<Vec<ResolvedOperator>, ClassicError> {
-    let universe = Universe::build(req).map_err(ClassicError::Invalid)?;
-    let built = Builder::build(&universe, req)?;
-    let selected = solver::solve(&built.problem).map_err(|e| match e {
-        SolveError::Unsatisfiable { .. } => ClassicError::Unsatisfiable(e),
-        other => ClassicError::Invalid(other.to_string()),
-    })?;
-    Ok(selected
+    let prepared: Vec<PreparedCatalog> = req
+        .catalogs
         .iter()
-        .filter_map(|id| built.entries.get(id))
-        .map(|&e| {
-            let entry = &universe.entries[e];
-            let catalog = &universe.catalogs[entry.catalog];
+        .map(|source| PreparedCatalog::new(source.content))
+        .collect();
+    let prepared: Vec<&PreparedCatalog> = prepared.iter().collect();
+    resolve_prepared(req, &prepared)
+}
+
+/// [`resolve`] with the catalogs already prepared: `prepared[i]` is the content of
+/// `req.catalogs[i]` (whose `content` is then not read).
+pub fn resolve_prepared(
+    req: &ClassicRequest<'_>,
+    prepared: &[&PreparedCatalog],
+) -> Result<Vec<ResolvedOperator>, ClassicError> {
+    if prepared.len() != req.catalogs.len() {
+        return Err(ClassicError::Invalid(format!(
+            "{} prepared catalogs given for {} catalog sources",
+            prepared.len(),
+            req.catalogs.len()
+        )));
+    }
+    let universe = Universe::build(req, prepared).map_err(ClassicError::Invalid)?;
+    let built = Builder::build(&universe, req)?;
+    let lazy = if universe.ids_may_collide(req) {
+        None
+    } else {
+        solver::lazy::solve(&built).map_err(|e| ClassicError::Invalid(e.to_string()))?
+    };
+    let selected = match lazy {
+        Some(selected) => built.selected_entries(&selected),
+        // Unsatisfiable (or identifiers to check): the full problem gives the explanation.
+        None => {
+            let (problem, entries) = built.problem(req);
+            let selected = solver::solve(&problem).map_err(|e| match e {
+                SolveError::Unsatisfiable { .. } => ClassicError::Unsatisfiable(e),
+                other => ClassicError::Invalid(other.to_string()),
+            })?;
+            selected
+                .iter()
+                .filter_map(|id| entries.get(id).copied())
+                .collect()
+        }
+    };
+    Ok(selected
+        .into_iter()
+        .map(|e| {
+            let entry = universe.entry(e);
+            let catalog = &universe.catalogs[universe.locate(e).0];
             ResolvedOperator {
                 name: entry.name.clone(),
                 package: entry.package.clone(),

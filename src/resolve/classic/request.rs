@@ -18,6 +18,20 @@ pub struct ClassicRequest<'a> {
     /// In the order they are to be resolved; the first ones win preference ties.
     pub subscriptions: Vec<Subscription>,
     pub upgrade_strategy: UpgradeStrategy,
+    /// Catalog bundles that may not be chosen, with the reason (install rules checked by
+    /// the caller, such as OperatorGroup install modes): they stay in their channels, so
+    /// the upgrade graph keeps its shape, and an unsatisfiable result names them.
+    pub refused: Vec<Refusal>,
+}
+
+/// A bundle of one catalog that may not be chosen.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Refusal {
+    pub catalog: String,
+    pub catalog_namespace: String,
+    pub bundle: String,
+    /// Completes "bundle <id> is refused: ".
+    pub reason: String,
 }
 
 #[derive(Clone, Debug)]

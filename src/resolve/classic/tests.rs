@@ -1,5 +1,6 @@
 use super::*;
 use crate::catalog::types::{Bundle, Channel, ChannelEntry, DeclarativeConfig, Package, Property};
+use crate::resolve::solver::SolveError;
 
 fn entry(name: &str, replaces: &str) -> ChannelEntry {
     ChannelEntry {
@@ -128,6 +129,259 @@ fn malformed_requests_are_errors() {
         Err(ClassicError::Invalid(
             "multiple name matches for status.installedCSV of subscription ns/a-stable: a.v1, a.v1"
                 .into()
+        ))
+    );
+}
+
+/// A small deterministic generator (xorshift) for the catalogs below.
+struct Random(u64);
+
+impl Random {
+    fn below(&mut self, n: usize) -> usize {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        (self.0 % n as u64) as usize
+    }
+}
+
+/// Packages `p0..` with one or two channels of up to four versions; each version provides
+/// its package's API (the last ones a second version of it), and may require another
+/// package's API or a version range of another package, or be deprecated.
+fn random_catalog(r: &mut Random) -> DeclarativeConfig {
+    let packages = 2 + r.below(4);
+    let mut dc = DeclarativeConfig::default();
+    for p in 0..packages {
+        let package = format!("p{p}");
+        let versions = 1 + r.below(4);
+        let mut entries = Vec::new();
+        for v in 1..=versions {
+            let name = format!("{package}.v{v}");
+            let api_version = if v > 2 { "v2" } else { "v1" };
+            let mut properties = vec![
+                Property {
+                    kind: "olm.package".into(),
+                    value: format!(r#"{{"packageName":"{package}","version":"{v}.0.0"}}"#),
+                },
+                Property {
+                    kind: "olm.gvk".into(),
+                    value: format!(r#"{{"group":"g","kind":"K{p}","version":"{api_version}"}}"#),
+                },
+            ];
+            let other = r.below(packages);
+            match r.below(5) {
+                0 | 1 if other != p => properties.push(Property {
+                    kind: "olm.gvk.required".into(),
+                    value: format!(
+                        r#"{{"group":"g","kind":"K{other}","version":"v{}"}}"#,
+                        1 + r.below(2)
+                    ),
+                }),
+                2 if other != p => properties.push(Property {
+                    kind: "olm.package.required".into(),
+                    value: format!(
+                        r#"{{"packageName":"p{other}","versionRange":"<{}.0.0"}}"#,
+                        1 + r.below(4)
+                    ),
+                }),
+                3 if r.below(3) == 0 => properties.push(Property {
+                    kind: "olm.deprecated".into(),
+                    value: "{}".into(),
+                }),
+                _ => {}
+            }
+            let previous = if v > 1 {
+                format!("{package}.v{}", v - 1)
+            } else {
+                String::new()
+            };
+            entries.push(ChannelEntry {
+                name: name.clone(),
+                replaces: previous,
+                skip_range: if r.below(4) == 0 {
+                    format!("<{v}.0.0")
+                } else {
+                    String::new()
+                },
+                ..Default::default()
+            });
+            dc.bundles.push(Bundle {
+                name,
+                package: package.clone(),
+                properties,
+                ..Default::default()
+            });
+        }
+        let mut channels = vec![Channel {
+            name: "stable".into(),
+            package: package.clone(),
+            entries: entries.clone(),
+            ..Default::default()
+        }];
+        if versions > 1 && r.below(2) == 0 {
+            // A shorter channel without the newest version.
+            entries.pop();
+            channels.push(Channel {
+                name: "candidate".into(),
+                package: package.clone(),
+                entries,
+                ..Default::default()
+            });
+        }
+        dc.channels.extend(channels);
+        dc.packages.push(Package {
+            name: package,
+            default_channel: "stable".into(),
+            ..Default::default()
+        });
+    }
+    dc
+}
+
+/// Subscriptions to some packages, some with an installed version, and now and then an
+/// installed CSV no subscription owns.
+fn random_request<'a>(r: &mut Random, dc: &'a DeclarativeConfig) -> ClassicRequest<'a> {
+    let mut req = request(dc, "p0");
+    req.subscriptions.clear();
+    for package in &dc.packages {
+        if r.below(3) == 0 {
+            continue;
+        }
+        let mut s = Subscription {
+            name: format!("{}-sub", package.name),
+            package: package.name.clone(),
+            channel: ["", "stable", "candidate"][r.below(3)].into(),
+            source: "cat".into(),
+            source_namespace: "ns".into(),
+            ..Default::default()
+        };
+        let versions = dc
+            .bundles
+            .iter()
+            .filter(|b| b.package == package.name)
+            .count();
+        if r.below(2) == 0 {
+            let v = 1 + r.below(versions);
+            let name = format!("{}.v{v}", package.name);
+            let properties = dc
+                .bundles
+                .iter()
+                .find(|b| b.name == name)
+                .map(|b| b.properties.clone());
+            req.installed.push(InstalledCsv {
+                name: name.clone(),
+                version: format!("{v}.0.0"),
+                phase: "Succeeded".into(),
+                properties,
+                ..Default::default()
+            });
+            s.installed_csv = name;
+        }
+        req.subscriptions.push(s);
+    }
+    if r.below(3) == 0 {
+        let p = r.below(dc.packages.len());
+        req.installed.push(InstalledCsv {
+            name: format!("other.p{p}"),
+            version: "1.0.0".into(),
+            phase: "Succeeded".into(),
+            required_apis: vec![Gvk {
+                group: "g".into(),
+                version: "v1".into(),
+                kind: format!("K{p}"),
+            }],
+            ..Default::default()
+        });
+    }
+    req
+}
+
+/// The lazy search against the whole problem solved by the reference search, on many small
+/// random namespaces: same selection, and unsatisfiable exactly when the reference is.
+#[test]
+fn lazy_search_selects_what_the_full_problem_selects() {
+    let mut r = Random(0x9e37_79b9_7f4a_7c15);
+    let (mut satisfiable, mut unsatisfiable) = (0, 0);
+    for _ in 0..400 {
+        let dc = random_catalog(&mut r);
+        let req = random_request(&mut r, &dc);
+        let prepared = PreparedCatalog::new(&dc);
+        let universe = Universe::build(&req, &[&prepared]).expect("valid request");
+        let built = match Builder::build(&universe, &req) {
+            Ok(built) => built,
+            Err(e) => panic!("unexpected hard error {e}"),
+        };
+        let (problem, entries) = built.problem(&req);
+        let full = solver::solve(&problem).map(|ids| {
+            ids.iter()
+                .filter_map(|id| entries.get(id).copied())
+                .collect::<Vec<_>>()
+        });
+        let lazy = solver::lazy::solve(&built).expect("no solver failure");
+        match (lazy, full) {
+            (Some(selected), Ok(full)) => {
+                assert_eq!(built.selected_entries(&selected), full);
+                satisfiable += 1;
+            }
+            (None, Err(SolveError::Unsatisfiable { .. })) => unsatisfiable += 1,
+            (lazy, full) => panic!("lazy {lazy:?} but full {full:?}"),
+        }
+    }
+    // Both outcomes are exercised.
+    assert!(
+        satisfiable > 100 && unsatisfiable > 20,
+        "{satisfiable} / {unsatisfiable}"
+    );
+}
+
+#[test]
+fn prepared_catalogs_answer_as_cold_resolution() {
+    let mut r = Random(7);
+    for _ in 0..50 {
+        let dc = random_catalog(&mut r);
+        let req = random_request(&mut r, &dc);
+        let prepared = PreparedCatalog::new(&dc);
+        assert_eq!(resolve_prepared(&req, &[&prepared]), resolve(&req));
+    }
+    let dc = catalog();
+    assert_eq!(
+        resolve_prepared(&request(&dc, "a"), &[]),
+        Err(ClassicError::Invalid(
+            "0 prepared catalogs given for 1 catalog sources".into()
+        ))
+    );
+}
+
+#[test]
+fn prepared_catalogs_can_be_shared_between_threads() {
+    fn shareable<T: Send + Sync>() {}
+    shareable::<PreparedCatalog>();
+}
+
+/// A catalog listed twice under one name: fine while only one copy is reachable, a
+/// duplicate identifier once both are.
+#[test]
+fn colliding_identifiers_are_reported() {
+    let dc = catalog();
+    let mut req = request(&dc, "a");
+    req.catalogs.push(req.catalogs[0].clone());
+    let ok = resolve(&req).expect("one copy reachable");
+    assert_eq!(
+        ok.iter().map(ResolvedOperator::id).collect::<Vec<_>>(),
+        ["cat/ns/stable/a.v2"]
+    );
+    req.installed.push(InstalledCsv {
+        name: "x".into(),
+        properties: Some(vec![Property {
+            kind: "olm.package.required".into(),
+            value: r#"{"packageName":"a","versionRange":">=1.0.0"}"#.into(),
+        }]),
+        ..Default::default()
+    });
+    assert_eq!(
+        resolve(&req),
+        Err(ClassicError::Invalid(
+            r#"duplicate identifier "cat/ns/stable/a.v2" in input"#.into()
         ))
     );
 }

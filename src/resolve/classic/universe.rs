@@ -1,28 +1,20 @@
-//! Everything a classic resolution can choose from: the entries of the visible catalogs and
-//! the installed operators as the `@existing` pseudo-catalog (resolution spec §1, §2.2),
-//! grouped by (catalog, package, channel) with their chain order computed on first use.
-use std::cell::OnceCell;
+//! Everything one classic resolution can choose from: the prepared catalogs visible to the
+//! namespace, each under the name, namespace and priority the request gives it, and the
+//! installed operators as the `@existing` pseudo-catalog (resolution spec §1, §2.2). Entries
+//! are numbered globally, catalog after catalog, `@existing` first.
+use std::cmp::Reverse;
 use std::collections::{HashMap, HashSet};
 
 use serde_json::json;
 
 use crate::catalog::property::{GVK, GVK_REQUIRED, PACKAGE};
 use crate::catalog::semver::Version;
-use crate::catalog::types::{Bundle, Property};
-use crate::resolve::predicate::{Subject, decode};
+use crate::catalog::types::Property;
+use crate::resolve::predicate::Predicate;
 
-use super::chain::sort_channel;
-use super::index::ProviderIndex;
+use super::prepared::{Entry, PreparedCatalog, entry, package_of};
 use super::request::{ClassicRequest, Gvk, InstalledCsv, UpgradeStrategy};
 
-/// Property types that state a requirement; identical ones are deduplicated (deviation D3).
-pub const REQUIREMENT_TYPES: [&str; 4] = [
-    GVK_REQUIRED,
-    crate::catalog::property::PACKAGE_REQUIRED,
-    "olm.label.required",
-    "olm.constraint",
-];
-pub const DEPRECATED: &str = "olm.deprecated";
 pub const EXISTING: &str = "@existing";
 
 pub struct CatalogInfo {
@@ -31,341 +23,230 @@ pub struct CatalogInfo {
     pub priority: i32,
 }
 
-pub struct Entry {
-    pub id: String,
-    pub catalog: usize,
-    pub name: String,
-    pub package: String,
-    pub channel: String,
-    pub default_channel: bool,
-    pub replaces: String,
-    pub skips: Vec<String>,
-    pub skip_range: String,
-    pub version: Option<Version>,
-    pub version_text: String,
-    pub properties: Vec<Property>,
-    /// `properties`' values, decoded once (see [`Subject::values`]).
-    pub values: Vec<Option<serde_json::Value>>,
-    pub bundle_path: String,
-    /// For `@existing` entries: whether a subscription owns the CSV.
-    pub owned: bool,
-}
-
-impl Entry {
-    pub fn subject(&self) -> Subject<'_> {
-        Subject {
-            package: &self.package,
-            version: self.version.as_ref(),
-            properties: &self.properties,
-            values: &self.values,
-        }
-    }
-
-    pub fn is_existing(&self) -> bool {
-        self.catalog == 0
-    }
-}
-
-/// The entries of one (catalog, package, channel), or one installed CSV.
-pub struct Group {
-    pub catalog: usize,
-    pub package: String,
-    pub channel: String,
-    pub default_channel: bool,
-    pub entries: Vec<usize>,
-    chain: OnceCell<Result<Vec<usize>, String>>,
-}
-
-pub struct Universe {
+pub struct Universe<'p> {
     /// Index 0 is `@existing/<namespace>`.
     pub catalogs: Vec<CatalogInfo>,
-    pub entries: Vec<Entry>,
-    pub groups: Vec<Group>,
-    /// Per catalog, its groups in dependency-candidate order (§2.4): default channels
-    /// first, then package name, then channel name.
-    pub catalog_groups: Vec<Vec<usize>>,
-    /// Per entry, its group.
-    pub group_of: Vec<usize>,
-    /// Per group, its position in its catalog's `catalog_groups`.
-    pub group_rank: Vec<usize>,
-    pub index: ProviderIndex,
+    namespace: String,
+    installed: PreparedCatalog,
+    /// The prepared content of `catalogs[1..]`.
+    prepared: Vec<&'p PreparedCatalog>,
+    /// Per catalog, the global number of its first entry.
+    offsets: Vec<usize>,
+    len: usize,
+    /// Why the caller refused an entry ([`super::request::Refusal`]), by global number.
+    refused: HashMap<usize, String>,
 }
 
-impl Universe {
-    pub fn build(req: &ClassicRequest<'_>) -> Result<Universe, String> {
-        let mut u = Universe {
-            catalogs: vec![CatalogInfo {
-                name: EXISTING.to_owned(),
-                namespace: req.namespace.clone(),
-                priority: 0,
-            }],
-            entries: Vec::new(),
-            groups: Vec::new(),
-            catalog_groups: vec![Vec::new()],
-            group_of: Vec::new(),
-            group_rank: Vec::new(),
-            index: ProviderIndex::default(),
-        };
-        for csv in installed_after_pruning(req)? {
-            u.add_installed(req, csv);
-        }
-        for source in &req.catalogs {
-            u.add_catalog(source);
-        }
-        for (c, groups) in u.catalog_groups.iter_mut().enumerate().skip(1) {
-            groups.extend((0..u.groups.len()).filter(|&g| u.groups[g].catalog == c));
-            groups.sort_by(|&a, &b| {
-                let (a, b) = (&u.groups[a], &u.groups[b]);
-                b.default_channel
-                    .cmp(&a.default_channel)
-                    .then_with(|| a.package.cmp(&b.package))
-                    .then_with(|| a.channel.cmp(&b.channel))
-            });
-        }
-        u.group_of = vec![0; u.entries.len()];
-        u.group_rank = vec![0; u.groups.len()];
-        for groups in &u.catalog_groups {
-            for (rank, &g) in groups.iter().enumerate() {
-                u.group_rank[g] = rank;
-                for &e in &u.groups[g].entries {
-                    u.group_of[e] = g;
-                }
-            }
-        }
-        u.index = ProviderIndex::build(&u.entries);
-        Ok(u)
-    }
-
-    /// The group's entries in chain order; channel ordering errors are reported only for
-    /// groups that are actually consulted.
-    pub fn chain(&self, group: usize) -> Result<&[usize], String> {
-        let g = &self.groups[group];
-        let result = g.chain.get_or_init(|| {
-            if g.catalog == 0 {
-                return Ok(g.entries.clone());
-            }
-            let entries: Vec<_> = g
-                .entries
-                .iter()
-                .map(|&e| {
-                    let e = &self.entries[e];
-                    crate::catalog::types::ChannelEntry {
-                        name: e.name.clone(),
-                        replaces: e.replaces.clone(),
-                        skips: e.skips.clone(),
-                        skip_range: e.skip_range.clone(),
-                    }
-                })
-                .collect();
-            let refs: Vec<_> = entries.iter().collect();
-            sort_channel(&g.package, &g.channel, &refs)
-                .map(|order| order.into_iter().map(|i| g.entries[i]).collect())
-        });
-        result.as_deref().map_err(Clone::clone)
-    }
-
-    fn push_group(&mut self, group: Group) -> usize {
-        self.groups.push(group);
-        self.groups.len() - 1
-    }
-
-    fn add_installed(&mut self, req: &ClassicRequest<'_>, csv: &InstalledCsv) {
-        let owners: Vec<_> = req
-            .subscriptions
-            .iter()
-            .filter(|s| s.installed_csv == csv.name)
+impl<'p> Universe<'p> {
+    /// `prepared[i]` is the content of `req.catalogs[i]`.
+    pub fn build(
+        req: &ClassicRequest<'_>,
+        prepared: &[&'p PreparedCatalog],
+    ) -> Result<Universe<'p>, String> {
+        let installed = installed_after_pruning(req)?
+            .into_iter()
+            .map(|csv| installed_entry(req, csv))
             .collect();
-        let version = if csv.version.is_empty() {
-            Some(Version {
-                major: 0,
-                minor: 0,
-                patch: 0,
-                pre: Vec::new(),
-                build: Vec::new(),
-            })
-        } else {
-            Version::parse_tolerant(&csv.version).ok()
-        };
-        let properties = match &csv.properties {
-            Some(annotation) => annotation.clone(),
-            None => {
-                let gvk = |kind: &str, api: &Gvk| Property {
-                    kind: kind.to_owned(),
-                    value: json!({"group": api.group, "kind": api.kind, "version": api.version})
-                        .to_string(),
-                };
-                let mut props: Vec<Property> = csv
-                    .provided_apis
-                    .iter()
-                    .map(|api| gvk(GVK, api))
-                    .chain(csv.required_apis.iter().map(|api| gvk(GVK_REQUIRED, api)))
-                    .collect();
-                if let [owner] = owners.as_slice() {
-                    let is_zero = version.as_ref().is_some_and(|v| {
-                        (v.major, v.minor, v.patch) == (0, 0, 0) && v.pre.is_empty()
-                    });
-                    let text = if is_zero { "" } else { csv.version.as_str() };
-                    props.push(Property {
-                        kind: PACKAGE.to_owned(),
-                        value: json!({"packageName": owner.package, "version": text}).to_string(),
-                    });
-                }
-                props
-            }
-        };
-        let properties = dedup_requirements(properties);
-        let package = package_of(&properties).unwrap_or_default();
-        let entry = self.entries.len();
-        let group = self.push_group(Group {
-            catalog: 0,
-            package: package.clone(),
-            channel: String::new(),
-            default_channel: false,
-            entries: vec![entry],
-            chain: OnceCell::new(),
-        });
-        self.catalog_groups[0].push(group);
-        self.entries.push(Entry {
-            id: format!("{EXISTING}/{}//{}", req.namespace, csv.name),
-            catalog: 0,
-            name: csv.name.clone(),
-            package,
-            channel: String::new(),
-            default_channel: false,
-            replaces: csv.replaces.clone(),
-            skips: Vec::new(),
-            skip_range: String::new(),
-            version_text: csv.version.clone(),
-            version,
-            values: decode(&properties),
-            properties,
-            bundle_path: String::new(),
-            owned: !owners.is_empty(),
-        });
-    }
-
-    fn add_catalog(&mut self, source: &super::request::CatalogSource<'_>) {
-        let catalog = self.catalogs.len();
-        self.catalogs.push(CatalogInfo {
+        let mut catalogs = vec![CatalogInfo {
+            name: EXISTING.to_owned(),
+            namespace: req.namespace.clone(),
+            priority: 0,
+        }];
+        catalogs.extend(req.catalogs.iter().map(|source| CatalogInfo {
             name: source.name.clone(),
             namespace: source.namespace.clone(),
             priority: source.priority,
-        });
-        self.catalog_groups.push(Vec::new());
-        let dc = source.content;
-        let bundles: HashMap<(&str, &str), &Bundle> = dc
-            .bundles
-            .iter()
-            .map(|b| ((b.package.as_str(), b.name.as_str()), b))
-            .collect();
-        let defaults: HashMap<&str, &str> = dc
-            .packages
-            .iter()
-            .map(|p| (p.name.as_str(), p.default_channel.as_str()))
-            .collect();
-        for channel in &dc.channels {
-            let default_channel =
-                defaults.get(channel.package.as_str()) == Some(&channel.name.as_str());
-            let mut members = Vec::with_capacity(channel.entries.len());
-            for ce in &channel.entries {
-                // A channel entry without its bundle cannot be installed; the catalog's
-                // validation reports it, resolution just cannot offer it.
-                let Some(bundle) = bundles.get(&(channel.package.as_str(), ce.name.as_str()))
-                else {
+        }));
+        let mut u = Universe {
+            catalogs,
+            namespace: req.namespace.clone(),
+            installed: PreparedCatalog::of_installed(installed),
+            prepared: prepared.to_vec(),
+            offsets: Vec::new(),
+            len: 0,
+            refused: HashMap::new(),
+        };
+        for c in 0..u.catalogs.len() {
+            u.offsets.push(u.len);
+            u.len += u.part(c).entries.len();
+        }
+        let mut refused = HashMap::new();
+        for r in &req.refused {
+            for c in 1..u.catalogs.len() {
+                let info = &u.catalogs[c];
+                if info.name != r.catalog || info.namespace != r.catalog_namespace {
                     continue;
-                };
-                members.push(self.entries.len());
-                self.entries.push(catalog_entry(
-                    source,
-                    catalog,
-                    &channel.name,
-                    default_channel,
-                    ce,
-                    bundle,
-                ));
+                }
+                for (local, entry) in u.part(c).entries.iter().enumerate() {
+                    if entry.name == r.bundle {
+                        refused
+                            .entry(u.offsets[c] + local)
+                            .or_insert_with(|| r.reason.clone());
+                    }
+                }
             }
-            self.push_group(Group {
-                catalog,
-                package: channel.package.clone(),
-                channel: channel.name.clone(),
-                default_channel,
-                entries: members,
-                chain: OnceCell::new(),
-            });
+        }
+        u.refused = refused;
+        Ok(u)
+    }
+
+    /// The number of entries, installed ones included.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn part(&self, catalog: usize) -> &PreparedCatalog {
+        match catalog {
+            0 => &self.installed,
+            c => self.prepared[c - 1],
         }
     }
-}
 
-fn catalog_entry(
-    source: &super::request::CatalogSource<'_>,
-    catalog: usize,
-    channel: &str,
-    default_channel: bool,
-    ce: &crate::catalog::types::ChannelEntry,
-    bundle: &Bundle,
-) -> Entry {
-    let mut properties: Vec<Property> = bundle
-        .properties
-        .iter()
-        .filter(|p| p.kind != crate::catalog::property::BUNDLE_OBJECT)
-        .cloned()
-        .collect();
-    let version_text = properties
-        .iter()
-        .filter(|p| p.kind == PACKAGE)
-        .find_map(|p| json_str(&p.value, "version"))
-        .unwrap_or_default();
-    if package_of(&properties).is_none() {
-        properties.push(Property {
-            kind: PACKAGE.to_owned(),
-            value: json!({"packageName": bundle.package, "version": version_text}).to_string(),
+    /// The global number of entry `local` of `catalog`.
+    pub fn global(&self, catalog: usize, local: usize) -> usize {
+        self.offsets[catalog] + local
+    }
+
+    /// The catalog of entry `e`, and `e`'s number in it.
+    pub fn locate(&self, e: usize) -> (usize, usize) {
+        let c = self.offsets.partition_point(|&o| o <= e) - 1;
+        (c, e - self.offsets[c])
+    }
+
+    pub fn entry(&self, e: usize) -> &Entry {
+        let (c, local) = self.locate(e);
+        &self.part(c).entries[local]
+    }
+
+    pub fn is_existing(&self, e: usize) -> bool {
+        e < self.offsets.get(1).copied().unwrap_or(self.len)
+    }
+
+    /// The solver identifier `<catalog>/<catalogNamespace>/<channel>/<csvName>`.
+    pub fn id(&self, e: usize) -> String {
+        let (c, local) = self.locate(e);
+        let info = &self.catalogs[c];
+        let entry = &self.part(c).entries[local];
+        format!(
+            "{}/{}/{}/{}",
+            info.name, info.namespace, entry.channel, entry.name
+        )
+    }
+
+    /// The refusal message of entry `e`, if the caller refused it.
+    pub fn refusal(&self, e: usize) -> Option<String> {
+        self.refused
+            .get(&e)
+            .map(|reason| format!("bundle {} is refused: {reason}", self.id(e)))
+    }
+
+    pub fn is_refused(&self, e: usize) -> bool {
+        self.refused.contains_key(&e)
+    }
+
+    /// Every visible entry satisfying `predicate`, in the candidate order of §2.3–§2.4 seen
+    /// from an entry of catalog `own`, or the ordering error of the first consulted channel.
+    pub fn providers(&self, own: usize, predicate: &Predicate) -> Result<Vec<usize>, String> {
+        let mut catalogs: Vec<usize> = (0..self.catalogs.len()).collect();
+        catalogs.sort_by_key(|&c| {
+            let info = &self.catalogs[c];
+            (
+                c != 0,
+                c != own,
+                Reverse(info.priority),
+                info.namespace != self.namespace,
+                info.name.as_str(),
+                info.namespace.as_str(),
+            )
         });
+        let mut providers = Vec::new();
+        for c in catalogs {
+            let found = self.part(c).providers(predicate)?;
+            providers.extend(found.into_iter().map(|local| self.offsets[c] + local));
+        }
+        Ok(providers)
     }
-    let properties = dedup_requirements(properties);
-    Entry {
-        id: format!("{}/{}/{channel}/{}", source.name, source.namespace, ce.name),
-        catalog,
-        name: ce.name.clone(),
-        package: bundle.package.clone(),
-        channel: channel.to_owned(),
-        default_channel,
-        replaces: ce.replaces.clone(),
-        skips: ce.skips.clone(),
-        skip_range: ce.skip_range.clone(),
-        version: Version::parse_tolerant(&version_text).ok(),
-        version_text,
-        values: decode(&properties),
-        properties,
-        bundle_path: bundle.image.clone(),
-        owned: false,
+
+    /// Whether two solver identifiers of this request could spell the same, which only the
+    /// exact (string) problem reports faithfully: repeated catalogs, installed CSVs or
+    /// subscriptions, a catalog named `@existing`, or names with separator characters.
+    pub fn ids_may_collide(&self, req: &ClassicRequest<'_>) -> bool {
+        let mut catalogs = HashSet::new();
+        let unusual_catalog = self.catalogs[1..].iter().any(|info| {
+            info.name == EXISTING
+                || info.name.contains('/')
+                || info.namespace.contains('/')
+                || !catalogs.insert((info.name.as_str(), info.namespace.as_str()))
+        });
+        let mut subscriptions = HashSet::new();
+        let unusual_subscription = req
+            .subscriptions
+            .iter()
+            .any(|s| s.name.contains('/') || !subscriptions.insert(s.name.as_str()));
+        unusual_catalog
+            || unusual_subscription
+            || self.namespace.contains('/')
+            || (0..self.catalogs.len()).any(|c| self.part(c).unusual_names)
     }
 }
 
-fn json_str(value: &str, key: &str) -> Option<String> {
-    serde_json::from_str::<serde_json::Value>(value)
-        .ok()?
-        .get(key)?
-        .as_str()
-        .map(str::to_owned)
-}
-
-fn package_of(properties: &[Property]) -> Option<String> {
-    properties
+/// The `@existing` entry of an installed CSV (§2.2).
+fn installed_entry(req: &ClassicRequest<'_>, csv: &InstalledCsv) -> Entry {
+    let owners: Vec<_> = req
+        .subscriptions
         .iter()
-        .filter(|p| p.kind == PACKAGE)
-        .find_map(|p| json_str(&p.value, "packageName"))
-}
-
-/// Drops repeated identical requirement properties, keeping the first of each.
-fn dedup_requirements(properties: Vec<Property>) -> Vec<Property> {
-    let mut seen = HashSet::new();
-    properties
-        .into_iter()
-        .filter(|p| {
-            !REQUIREMENT_TYPES.contains(&p.kind.as_str())
-                || seen.insert((p.kind.clone(), p.value.clone()))
+        .filter(|s| s.installed_csv == csv.name)
+        .collect();
+    let version = if csv.version.is_empty() {
+        Some(Version {
+            major: 0,
+            minor: 0,
+            patch: 0,
+            pre: Vec::new(),
+            build: Vec::new(),
         })
-        .collect()
+    } else {
+        Version::parse_tolerant(&csv.version).ok()
+    };
+    let properties = match &csv.properties {
+        Some(annotation) => annotation.clone(),
+        None => {
+            let gvk = |kind: &str, api: &Gvk| Property {
+                kind: kind.to_owned(),
+                value: json!({"group": api.group, "kind": api.kind, "version": api.version})
+                    .to_string(),
+            };
+            let mut props: Vec<Property> = csv
+                .provided_apis
+                .iter()
+                .map(|api| gvk(GVK, api))
+                .chain(csv.required_apis.iter().map(|api| gvk(GVK_REQUIRED, api)))
+                .collect();
+            if let [owner] = owners.as_slice() {
+                let is_zero = version
+                    .as_ref()
+                    .is_some_and(|v| (v.major, v.minor, v.patch) == (0, 0, 0) && v.pre.is_empty());
+                let text = if is_zero { "" } else { csv.version.as_str() };
+                props.push(Property {
+                    kind: PACKAGE.to_owned(),
+                    value: json!({"packageName": owner.package, "version": text}).to_string(),
+                });
+            }
+            props
+        }
+    };
+    entry(
+        csv.name.clone(),
+        package_of(&properties).unwrap_or_default(),
+        String::new(),
+        false,
+        csv.version.clone(),
+        version,
+        properties,
+        (csv.replaces.clone(), Vec::new(), String::new()),
+        String::new(),
+        !owners.is_empty(),
+    )
 }
 
 /// The installed CSVs that take part, after fail-forward pruning (§2.13).

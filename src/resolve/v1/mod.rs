@@ -78,6 +78,16 @@ struct Pick<'a> {
 }
 
 pub fn resolve(catalogs: &[V1Catalog<'_>], req: &V1Request) -> Result<V1Resolution, String> {
+    resolve_refusing(catalogs, req, &[])
+}
+
+/// [`resolve`] with some bundles ruled out by the caller: `refused` holds (bundle name,
+/// reason) pairs, and the error says which were refused when nothing else fits.
+pub fn resolve_refusing(
+    catalogs: &[V1Catalog<'_>],
+    req: &V1Request,
+    refused: &[(String, String)],
+) -> Result<V1Resolution, String> {
     let constraint = (!req.version.is_empty())
         .then(|| VersionConstraint::parse(&req.version))
         .transpose()
@@ -101,7 +111,13 @@ pub fn resolve(catalogs: &[V1Catalog<'_>], req: &V1Request) -> Result<V1Resoluti
         if !catalog.available || !selected(catalog, req.selector.as_ref()) {
             continue;
         }
-        let Some(pick) = catalog_pick(catalog, req, constraint.as_ref(), installed.as_ref()) else {
+        let Some(pick) = catalog_pick(
+            catalog,
+            req,
+            constraint.as_ref(),
+            installed.as_ref(),
+            refused,
+        ) else {
             continue;
         };
         match (picks.first().map(|p| p.deprecated), pick.deprecated) {
@@ -141,7 +157,15 @@ pub fn resolve(catalogs: &[V1Catalog<'_>], req: &V1Request) -> Result<V1Resoluti
             deprecation: deprecation.cloned(),
         });
     }
-    Err(no_single_pick(req, &picks))
+    let mut message = no_single_pick(req, &picks);
+    if !refused.is_empty() {
+        let listed: Vec<String> = refused
+            .iter()
+            .map(|(name, reason)| format!("bundle {name}: {reason}"))
+            .collect();
+        message.push_str(&format!(" (refused: {})", listed.join("; ")));
+    }
+    Err(message)
 }
 
 fn no_single_pick(req: &V1Request, picks: &[Pick<'_>]) -> String {
@@ -189,6 +213,7 @@ fn catalog_pick<'a>(
     req: &V1Request,
     constraint: Option<&VersionConstraint>,
     installed: Option<&(&InstalledBundle, VersionRelease)>,
+    refused: &[(String, String)],
 ) -> Option<Pick<'a>> {
     let dc = catalog.content;
     let channels: Vec<&ChannelEntry> = dc
@@ -210,6 +235,7 @@ fn catalog_pick<'a>(
         .bundles
         .iter()
         .filter(|b| b.package == req.package)
+        .filter(|b| !refused.iter().any(|(name, _)| *name == b.name))
         .filter(|b| req.channels.is_empty() || channels.iter().any(|e| e.name == b.name))
         .map(|b| (b, VersionRelease::of_bundle(b)))
         .filter(|(_, vr)| {

@@ -1,0 +1,516 @@
+//! A classic request: one resolution of the namespace, with bundles the cluster's state
+//! rules out refused, then the same resolution repeated on the state each round leaves
+//! behind, for the upgrade paths.
+use std::collections::BTreeMap;
+
+use crate::catalog::semver::Version;
+use crate::catalog::types::Property;
+use crate::resolve::classic::{
+    self, CatalogSource, ClassicError, ClassicRequest, Gvk, InstalledCsv, Refusal,
+    ResolvedOperator, Subscription, UpgradeStrategy,
+};
+use crate::resolve::predicate::{Subject, decode};
+use crate::resolve::safety::{self, ClusterCrd, ClusterFacts};
+use crate::resolve::solver::SolveError;
+
+use super::request::{CsvSpec, GvkSpec, Request, Strategy};
+use super::{Catalog, Chosen, Loaded, MAX_PATH_STEPS, Mode, OpenShift, Outcome, Resolution, Step};
+
+/// The namespace as a round of resolution sees it.
+#[derive(Clone)]
+struct State {
+    installed: Vec<InstalledCsv>,
+    subscriptions: Vec<Subscription>,
+    crds: Vec<ClusterCrd>,
+}
+
+/// The reachable catalogs, by (name, namespace).
+struct Catalogs<'a> {
+    sources: Vec<CatalogSource<'a>>,
+    loaded: Vec<&'a Catalog>,
+}
+
+impl Catalogs<'_> {
+    fn get(&self, name: &str, namespace: &str) -> Option<&Catalog> {
+        self.sources
+            .iter()
+            .position(|s| s.name == name && s.namespace == namespace)
+            .map(|i| self.loaded[i])
+    }
+}
+
+/// One round's answer.
+enum Round {
+    Resolved {
+        operators: Vec<ResolvedOperator>,
+        /// (package, sentence) for every bundle the checks refused.
+        refused: Vec<(String, String)>,
+        /// (bundle, sentence) for checks that could not run.
+        unchecked: Vec<(String, String)>,
+    },
+    Unsatisfiable(Vec<String>),
+}
+
+pub(super) fn resolve(req: &Request, loaded: &[Loaded]) -> Result<Outcome, String> {
+    let mut outcome = Outcome {
+        mode: Mode::Classic,
+        namespace: req.namespace.clone(),
+        unsatisfiable: None,
+        results: Vec::new(),
+        warnings: Vec::new(),
+        openshift: None,
+    };
+    let mut catalogs = Catalogs {
+        sources: Vec::new(),
+        loaded: Vec::new(),
+    };
+    let mut unavailable = BTreeMap::new();
+    for (spec, catalog) in req.catalogs.iter().zip(loaded) {
+        let namespace = req.catalog_namespace(spec);
+        match catalog {
+            Ok(c) => {
+                catalogs.sources.push(CatalogSource {
+                    name: spec.name.clone(),
+                    namespace,
+                    priority: spec.priority,
+                    content: &c.content,
+                });
+                catalogs.loaded.push(c);
+            }
+            Err(e) => {
+                outcome.warnings.push(format!(
+                    "catalog {}/{namespace} is left out: {e}",
+                    spec.name
+                ));
+                unavailable.insert((spec.name.clone(), namespace), e.clone());
+            }
+        }
+    }
+    let source_namespace = |s: &str| {
+        if s.is_empty() {
+            req.namespace.clone()
+        } else {
+            s.to_owned()
+        }
+    };
+    let mut state = State {
+        installed: req.installed.iter().map(installed_csv).collect(),
+        subscriptions: Vec::new(),
+        crds: req
+            .cluster
+            .as_ref()
+            .map(|c| c.crds.clone())
+            .unwrap_or_default(),
+    };
+    // A subscription whose catalog could not be read is not resolved; its CSV stays as it
+    // is (unowned, hence kept), and the others go ahead.
+    let mut cut_off = Vec::new();
+    for s in &req.subscriptions {
+        let sub = Subscription {
+            name: s.name.clone(),
+            package: s.package.clone(),
+            channel: s.channel.clone(),
+            source: s.source.clone(),
+            source_namespace: source_namespace(&s.source_namespace),
+            starting_csv: s.starting_csv.clone(),
+            installed_csv: s.installed_csv.clone(),
+        };
+        match unavailable.get(&(sub.source.clone(), sub.source_namespace.clone())) {
+            Some(e) => cut_off.push(Resolution {
+                request: s.name.clone(),
+                package: s.package.clone(),
+                unchanged: s.installed_csv.clone(),
+                error: Some(format!(
+                    "its catalog {}/{} cannot be read: {e}",
+                    sub.source, sub.source_namespace
+                )),
+                ..Resolution::default()
+            }),
+            None => state.subscriptions.push(sub),
+        }
+    }
+    let strategy = match req.upgrade_strategy {
+        Strategy::Default => UpgradeStrategy::Default,
+        Strategy::UnsafeFailForward => UpgradeStrategy::UnsafeFailForward,
+    };
+    let facts = req.cluster.as_ref();
+    let ctx = Context {
+        namespace: &req.namespace,
+        strategy,
+        facts,
+        catalogs: &catalogs,
+    };
+
+    let (operators, refused, unchecked) = match ctx.round(&state)? {
+        Round::Unsatisfiable(messages) => {
+            outcome.unsatisfiable = Some(messages);
+            outcome.results = cut_off;
+            return Ok(outcome);
+        }
+        Round::Resolved {
+            operators,
+            refused,
+            unchecked,
+        } => (operators, refused, unchecked),
+    };
+    let required_by = dependency_reasons(&operators)?;
+    // The subscription each result follows in later rounds.
+    let mut followed = Vec::new();
+    for (op, why) in operators.iter().zip(required_by) {
+        let subscription = state.subscriptions.iter().find(|s| matches(s, op));
+        let mut r = Resolution {
+            request: subscription.map(|s| s.name.clone()).unwrap_or_default(),
+            package: op.package.clone(),
+            bundle: Some(Chosen {
+                name: op.name.clone(),
+                version: op.version.clone(),
+                channel: op.channel.clone(),
+                catalog: format!("{}/{}", op.catalog, op.catalog_namespace),
+                image: op.bundle_path.clone(),
+                // The resolver reports the installed CSV an upgrade replaces as `replaces`.
+                from: subscription
+                    .filter(|s| !s.installed_csv.is_empty() && s.installed_csv == op.replaces)
+                    .map(|s| s.installed_csv.clone())
+                    .unwrap_or_default(),
+                starting_csv: op.starting_csv.clone().unwrap_or_default(),
+                required_by: if subscription.is_some() {
+                    Vec::new()
+                } else {
+                    why
+                },
+                deprecation: String::new(),
+            }),
+            ..Resolution::default()
+        };
+        if let Some(og) = facts.and_then(|f| f.operator_group.as_ref()) {
+            let own = safety::OperatorGroup {
+                namespace: if og.namespace.is_empty() {
+                    req.namespace.clone()
+                } else {
+                    og.namespace.clone()
+                },
+                ..og.clone()
+            };
+            let others = &facts.expect("has a group").other_operator_groups;
+            r.warnings.extend(
+                safety::api_conflicts(&op.properties, &own, others)
+                    .into_iter()
+                    .map(|w| format!("{}: {w}", op.name)),
+            );
+        }
+        followed.push(
+            subscription
+                .map(|s| s.name.clone())
+                .unwrap_or_else(|| generated_subscription(op)),
+        );
+        outcome.results.push(r);
+    }
+    for s in &state.subscriptions {
+        if !outcome.results.iter().any(|r| r.request == s.name) {
+            outcome.results.push(Resolution {
+                request: s.name.clone(),
+                package: s.package.clone(),
+                unchanged: s.installed_csv.clone(),
+                ..Resolution::default()
+            });
+        }
+    }
+    outcome.results.extend(cut_off);
+    for (package, sentence) in refused {
+        match outcome.results.iter_mut().find(|r| r.package == package) {
+            Some(r) => r.refused.push(sentence),
+            None => outcome.warnings.push(sentence),
+        }
+    }
+    for (bundle, sentence) in unchecked {
+        match outcome
+            .results
+            .iter_mut()
+            .find(|r| r.bundle.as_ref().is_some_and(|b| b.name == bundle))
+        {
+            Some(r) => r.warnings.push(sentence),
+            None => outcome.warnings.push(sentence),
+        }
+    }
+
+    // Later rounds, for the paths: each starts from the state the previous one leaves.
+    let mut paths: BTreeMap<String, Vec<Step>> = BTreeMap::new();
+    for (sub, step) in ctx.apply(&mut state, &operators) {
+        paths.entry(sub).or_default().push(step);
+    }
+    if let Some(version) = facts.map(|f| f.openshift_version.as_str())
+        && !version.is_empty()
+    {
+        outcome.openshift = Some(openshift(version, &state.installed)?);
+    }
+    for round in 1..MAX_PATH_STEPS {
+        let operators = match ctx.round(&state) {
+            Ok(Round::Resolved { operators, .. }) if operators.is_empty() => break,
+            Ok(Round::Resolved { operators, .. }) => operators,
+            Ok(Round::Unsatisfiable(messages)) => {
+                outcome.warnings.push(format!(
+                    "the upgrade paths stop after {round} step(s): the next resolution has no consistent set ({})",
+                    messages.join("; ")
+                ));
+                break;
+            }
+            Err(e) => {
+                outcome
+                    .warnings
+                    .push(format!("the upgrade paths stop after {round} step(s): {e}"));
+                break;
+            }
+        };
+        for (sub, step) in ctx.apply(&mut state, &operators) {
+            paths.entry(sub).or_default().push(step);
+        }
+    }
+    for (r, sub) in outcome.results.iter_mut().zip(&followed) {
+        r.path = paths.remove(sub).unwrap_or_default();
+    }
+    Ok(outcome)
+}
+
+struct Context<'a> {
+    namespace: &'a str,
+    strategy: UpgradeStrategy,
+    facts: Option<&'a ClusterFacts>,
+    catalogs: &'a Catalogs<'a>,
+}
+
+impl Context<'_> {
+    /// Resolves the namespace in `state`; with cluster facts, a chosen bundle that fails a
+    /// check is refused and the namespace resolved again, until every chosen bundle passes
+    /// (refusing a bundle the resolver did not choose would not change its answer).
+    fn round(&self, state: &State) -> Result<Round, String> {
+        let mut refusals: Vec<Refusal> = Vec::new();
+        let mut refused = Vec::new();
+        let mut unchecked = Vec::new();
+        loop {
+            let request = ClassicRequest {
+                namespace: self.namespace.to_owned(),
+                catalogs: self.catalogs.sources.clone(),
+                installed: state.installed.clone(),
+                subscriptions: state.subscriptions.clone(),
+                upgrade_strategy: self.strategy,
+                refused: refusals.clone(),
+            };
+            let operators = match classic::resolve(&request) {
+                Ok(operators) => operators,
+                Err(ClassicError::Unsatisfiable(SolveError::Unsatisfiable { mut messages })) => {
+                    // One bundle in several channels is several constraints with the same
+                    // words; an admin needs the fact once (the messages come sorted).
+                    messages.dedup();
+                    return Ok(Round::Unsatisfiable(messages));
+                }
+                Err(e) => return Err(e.to_string()),
+            };
+            let Some(facts) = self.facts else {
+                return Ok(Round::Resolved {
+                    operators,
+                    refused,
+                    unchecked,
+                });
+            };
+            let mut new = Vec::new();
+            for op in &operators {
+                let Some(catalog) = self.catalogs.get(&op.catalog, &op.catalog_namespace) else {
+                    continue;
+                };
+                let manifests = match catalog.bundle_manifests(&op.package, &op.channel, &op.name) {
+                    Ok(m) => m,
+                    Err(e) => {
+                        unchecked.push((
+                            op.name.clone(),
+                            format!(
+                                "{}: the safety checks could not read its manifests: {e}",
+                                op.name
+                            ),
+                        ));
+                        continue;
+                    }
+                };
+                let mut reasons = Vec::new();
+                if let Some(og) = &facts.operator_group
+                    && let Some(r) = safety::install_mode_refusal(&manifests, self.namespace, og)
+                {
+                    reasons.push(r);
+                }
+                reasons.extend(safety::crd_refusals(&manifests, &state.crds));
+                if !reasons.is_empty() {
+                    let reason = reasons.join("; ");
+                    refused.push((
+                        op.package.clone(),
+                        format!(
+                            "{} from {}/{}: {reason}",
+                            op.name, op.catalog, op.catalog_namespace
+                        ),
+                    ));
+                    new.push(Refusal {
+                        catalog: op.catalog.clone(),
+                        catalog_namespace: op.catalog_namespace.clone(),
+                        bundle: op.name.clone(),
+                        reason,
+                    });
+                }
+            }
+            if new.is_empty() {
+                return Ok(Round::Resolved {
+                    operators,
+                    refused,
+                    unchecked,
+                });
+            }
+            refusals.extend(new);
+        }
+    }
+
+    /// Installs `operators` into `state` as OLM would: each replaces its subscription's
+    /// CSV, and a dependency gets the subscription OLM creates for it. Returns the steps,
+    /// by the subscription that took them.
+    fn apply(&self, state: &mut State, operators: &[ResolvedOperator]) -> Vec<(String, Step)> {
+        let mut steps = Vec::new();
+        for op in operators {
+            let from = match state.subscriptions.iter_mut().find(|s| matches(s, op)) {
+                Some(s) => {
+                    let from = std::mem::replace(&mut s.installed_csv, op.name.clone());
+                    s.starting_csv.clear();
+                    steps.push((s.name.clone(), step(&from, op)));
+                    from
+                }
+                None => {
+                    let name = generated_subscription(op);
+                    steps.push((name.clone(), step("", op)));
+                    state.subscriptions.push(Subscription {
+                        name,
+                        package: op.package.clone(),
+                        channel: op.channel.clone(),
+                        source: op.catalog.clone(),
+                        source_namespace: op.catalog_namespace.clone(),
+                        starting_csv: String::new(),
+                        installed_csv: op.name.clone(),
+                    });
+                    String::new()
+                }
+            };
+            state.installed.retain(|c| c.name != from);
+            state.installed.push(InstalledCsv {
+                name: op.name.clone(),
+                version: op.version.clone(),
+                replaces: op.replaces.clone(),
+                phase: "Succeeded".to_owned(),
+                properties: Some(op.properties.clone()),
+                provided_apis: Vec::new(),
+                required_apis: Vec::new(),
+            });
+            if self.facts.is_some()
+                && let Some(catalog) = self.catalogs.get(&op.catalog, &op.catalog_namespace)
+                && let Ok(manifests) = catalog.bundle_manifests(&op.package, &op.channel, &op.name)
+            {
+                safety::apply_crds(&mut state.crds, &manifests);
+            }
+        }
+        steps
+    }
+}
+
+fn step(from: &str, op: &ResolvedOperator) -> Step {
+    Step {
+        from: from.to_owned(),
+        to: op.name.clone(),
+        version: op.version.clone(),
+        image: op.bundle_path.clone(),
+    }
+}
+
+/// Whether subscription `s` follows `op` (same package, channel if it names one, catalog).
+fn matches(s: &Subscription, op: &ResolvedOperator) -> bool {
+    s.package == op.package
+        && (s.channel.is_empty() || s.channel == op.channel)
+        && s.source == op.catalog
+        && s.source_namespace == op.catalog_namespace
+}
+
+/// The name OLM gives the subscription it creates for a dependency.
+fn generated_subscription(op: &ResolvedOperator) -> String {
+    format!(
+        "{}-{}-{}-{}",
+        op.package, op.channel, op.catalog, op.catalog_namespace
+    )
+}
+
+fn installed_csv(c: &CsvSpec) -> InstalledCsv {
+    let gvks = |list: &[GvkSpec]| {
+        list.iter()
+            .map(|g| Gvk {
+                group: g.group.clone(),
+                version: g.version.clone(),
+                kind: g.kind.clone(),
+            })
+            .collect()
+    };
+    InstalledCsv {
+        name: c.name.clone(),
+        version: c.version.clone(),
+        replaces: c.replaces.clone(),
+        phase: c.phase.clone(),
+        properties: c.properties.as_ref().map(|ps| {
+            ps.iter()
+                .map(|p| Property {
+                    kind: p.kind.clone(),
+                    value: p.value.to_string(),
+                })
+                .collect()
+        }),
+        provided_apis: gvks(&c.provided_apis),
+        required_apis: gvks(&c.required_apis),
+    }
+}
+
+/// Whether the namespace's operators, once resolved, block the next minor upgrade.
+fn openshift(version: &str, installed: &[InstalledCsv]) -> Result<OpenShift, String> {
+    let operators: Vec<(&str, &[Property])> = installed
+        .iter()
+        .map(|c| (c.name.as_str(), c.properties.as_deref().unwrap_or_default()))
+        .collect();
+    let blockers = safety::openshift_blockers(false, version, &operators)
+        .map_err(|e| format!("cluster.openshiftVersion: {e}"))?;
+    Ok(OpenShift {
+        cluster_version: version.to_owned(),
+        upgrade_blocked: !blockers.is_empty(),
+        blockers,
+    })
+}
+
+/// For each operator, the requirements of the other chosen operators it satisfies, worded
+/// as the resolver's own messages (§7).
+fn dependency_reasons(operators: &[ResolvedOperator]) -> Result<Vec<Vec<String>>, String> {
+    let requirements = operators
+        .iter()
+        .map(|op| classic::requirements(&op.properties))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(operators
+        .iter()
+        .map(|op| {
+            let version = Version::parse_tolerant(&op.version).ok();
+            let values = decode(&op.properties);
+            let subject = Subject {
+                package: &op.package,
+                version: version.as_ref(),
+                properties: &op.properties,
+                values: &values,
+            };
+            operators
+                .iter()
+                .zip(&requirements)
+                .filter(|(other, _)| other.name != op.name)
+                .flat_map(|(other, predicates)| {
+                    predicates
+                        .iter()
+                        .filter(|p| p.matches(&subject))
+                        .map(move |p| format!("bundle {} requires an operator {p}", other.name))
+                })
+                .collect()
+        })
+        .collect())
+}

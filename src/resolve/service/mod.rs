@@ -1,0 +1,100 @@
+//! The resolution a client asks for, from request to answer, shared by the `resolve`
+//! command and the gRPC service: catalogs in, bundles (with their reasons, upgrade paths and
+//! safety findings) or explanations out.
+//!
+//! The callers load the catalogs (FBC directories, images, this server's index, other
+//! catalog servers); a catalog that could not be loaded fails only the subscriptions and
+//! requests that need it.
+mod classic;
+pub mod outcome;
+pub mod request;
+mod v1;
+
+use std::sync::Arc;
+
+use crate::catalog::property::{self, BUNDLE_OBJECT, CSV_METADATA};
+use crate::catalog::types::DeclarativeConfig;
+use crate::resolve::safety::BundleManifests;
+
+pub use outcome::{Chosen, OpenShift, Outcome, Resolution, Step, report};
+pub use request::{Mode, Request};
+
+/// The most upgrades one path lists: each is a full resolution of its own.
+const MAX_PATH_STEPS: usize = 32;
+
+/// Reads the manifests of a catalog's bundle when the catalog content does not carry them
+/// (catalogs read over api.Registry, whose ListBundles leaves them out).
+pub trait ManifestSource: Send + Sync {
+    /// The bundle's manifests as JSON texts (api.Bundle `object`).
+    fn objects(&self, package: &str, channel: &str, bundle: &str) -> Result<Vec<String>, String>;
+}
+
+/// One loaded catalog.
+#[derive(Clone)]
+pub struct Catalog {
+    pub content: Arc<DeclarativeConfig>,
+    /// None: the manifests are `olm.bundle.object` properties of `content`.
+    pub manifests: Option<Arc<dyn ManifestSource>>,
+}
+
+impl Catalog {
+    pub fn of(content: DeclarativeConfig) -> Catalog {
+        Catalog {
+            content: Arc::new(content),
+            manifests: None,
+        }
+    }
+
+    /// What the safety checks read from a bundle.
+    pub fn bundle_manifests(
+        &self,
+        package: &str,
+        channel: &str,
+        name: &str,
+    ) -> Result<BundleManifests, String> {
+        if let Some(source) = &self.manifests {
+            return BundleManifests::from_json(&source.objects(package, channel, name)?, None);
+        }
+        let Some(bundle) = self
+            .content
+            .bundles
+            .iter()
+            .find(|b| b.package == package && b.name == name)
+        else {
+            return Ok(BundleManifests::default());
+        };
+        let mut objects = Vec::new();
+        for p in bundle.properties.iter().filter(|p| p.kind == BUNDLE_OBJECT) {
+            if let property::Typed::BundleObject { data } = property::parse(p)? {
+                objects.push(property::decode_bundle_object(&data)?);
+            }
+        }
+        let csv_metadata = bundle
+            .properties
+            .iter()
+            .find(|p| p.kind == CSV_METADATA)
+            .map(|p| p.value.as_str());
+        BundleManifests::from_json(&objects, csv_metadata)
+    }
+}
+
+/// A catalog, or why it could not be loaded (naming where it was looked for).
+pub type Loaded = Result<Catalog, String>;
+
+/// Resolves `req` against `catalogs` (in the order of `req.catalogs`). An error means the
+/// request cannot be resolved at all (a catalog's channel cannot be ordered, say); a
+/// resolution that finds nothing is an answer, with its explanation.
+pub fn resolve(req: &Request, catalogs: &[Loaded]) -> Result<Outcome, String> {
+    req.validate()?;
+    if catalogs.len() != req.catalogs.len() {
+        return Err(format!(
+            "{} catalogs were loaded for {} requested",
+            catalogs.len(),
+            req.catalogs.len()
+        ));
+    }
+    match req.mode {
+        Mode::Classic => classic::resolve(req, catalogs),
+        Mode::V1 => v1::resolve(req, catalogs),
+    }
+}
