@@ -24,7 +24,7 @@ pub(super) fn parse(doc: &[u8]) -> Option<Value> {
     }
     let mut lines: Vec<Line> = text.split('\n').map(Line::new).collect();
     let mut first = lines.iter().position(|l| !l.is_blank_or_comment())?;
-    if lines[first].raw.starts_with('%') {
+    if lines[first].raw.starts_with('%') || lines[first].raw.starts_with("...") {
         return None;
     }
     if is_document_marker(lines[first].raw) {
@@ -46,6 +46,10 @@ pub(super) fn parse(doc: &[u8]) -> Option<Value> {
         .iter()
         .position(|l| is_document_marker(l.raw))
     {
+        if marker == 0 {
+            // An empty document, or an end marker first.
+            return None;
+        }
         lines.truncate(first + marker);
         end = End::Marker;
     }
@@ -363,6 +367,13 @@ impl<'a> Reader<'a> {
             }
             Chomp::Clip => {}
             Chomp::Keep => {
+                // libyaml counts kept lines holding only spaces in its own way.
+                if self.lines[last_content + 1..end]
+                    .iter()
+                    .any(|l| !l.raw.is_empty())
+                {
+                    return None;
+                }
                 let mut trailing = end - (last_content + 1);
                 if end == self.lines.len() && self.end == (End::File { terminated: true }) {
                     trailing -= 1;
@@ -575,7 +586,9 @@ fn is_plain_text(text: &str) -> bool {
 
 /// The value of a plain scalar as libyaml's reading gives it.
 fn resolve_plain(text: &str) -> Option<Value> {
-    if is_plain_text(text) {
+    // A folded scalar with a line break in it cannot be a number (and libyaml would read the
+    // text on its own differently).
+    if is_plain_text(text) || text.contains('\n') {
         return Some(Value::String(text.to_owned()));
     }
     match text {
