@@ -262,7 +262,7 @@ impl Noise {
             "<<",
         ];
         let mut s = self.pick(PIECES).to_owned();
-        if self.next() % 4 == 0 {
+        if self.next().is_multiple_of(4) {
             s.push(' ');
             s.push_str(self.pick(PIECES));
         }
@@ -290,7 +290,7 @@ impl Noise {
             }
             out.push('\n');
         }
-        if self.next() % 5 == 0 {
+        if self.next().is_multiple_of(5) {
             out.pop();
         }
         out
@@ -300,7 +300,7 @@ impl Noise {
     /// folded continuation lines and literal bodies.
     fn nested(&mut self, indent: usize, depth: u32, out: &mut String) {
         const KEYS: &[&str] = &["a", "b", "key", "'q k'", "\"d\"", "x y", "k2"];
-        let sequence = self.next() % 2 == 0;
+        let sequence = self.next().is_multiple_of(2);
         for i in 0..1 + self.next() % 3 {
             out.push_str(&" ".repeat(indent));
             let child = if sequence {
@@ -324,7 +324,7 @@ impl Noise {
                         let extra = self.pick(&["", "", " ", "  "]);
                         out.push_str(&format!("{}{extra}{}\n", " ".repeat(child), self.scalar()));
                     }
-                    if self.next() % 2 == 0 {
+                    if self.next().is_multiple_of(2) {
                         out.push('\n');
                     }
                 }
@@ -334,7 +334,7 @@ impl Noise {
                         if sequence { "" } else { " " },
                         self.scalar()
                     ));
-                    if self.next() % 2 == 0 {
+                    if self.next().is_multiple_of(2) {
                         out.push('\n');
                     }
                     out.push_str(&format!("{}{}\n", " ".repeat(child), self.scalar()));
@@ -353,8 +353,8 @@ impl Noise {
 fn agrees_with_libyaml_on_generated_documents() {
     let mut noise = Noise(0x9e37_79b9_7f4a_7c15);
     let mut answered = 0;
-    for round in 0..40_000 {
-        let doc = if round % 2 == 0 {
+    for round in 0..40_000u32 {
+        let doc = if round.is_multiple_of(2) {
             noise.document()
         } else {
             let mut doc = String::new();
