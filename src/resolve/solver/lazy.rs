@@ -11,6 +11,11 @@
 //! lack them and solves again until that holds, so every check answers exactly as a check of
 //! the full formula would, and the search returns the same selection. Unsatisfiable problems
 //! are left to [`super::solve`], whose explanation needs the whole problem.
+//!
+//! Most checks need no solver call at all: giving every open dependency its first candidate
+//! that fits (not prohibited, no conflict, its uniqueness groups still free) usually ends in
+//! a selection that satisfies every constraint, which proves the check; only when that walk
+//! gets stuck does the solver decide.
 use std::collections::{HashMap, VecDeque};
 use std::hash::Hash;
 
@@ -52,10 +57,11 @@ pub fn solve<S: Source>(source: &S) -> Result<Option<Vec<usize>>, SolveError> {
         enc.solver.add_clause(&[x]);
         enc.expand(a);
     }
-    if !enc.check(&[])? {
+    if !enc.greedy(&anchors) && !enc.check(&[])? {
         return Ok(None);
     }
     let mut selected = vec![false; source.size()];
+    let mut assumed = anchors.clone();
     let mut assumptions = Vec::new();
     let mut queue: VecDeque<Vec<usize>> = anchors.iter().map(|&a| vec![a]).collect();
     while let Some(choice) = queue.pop_front() {
@@ -65,14 +71,15 @@ pub fn solve<S: Source>(source: &S) -> Result<Option<Vec<usize>>, SolveError> {
         for &c in &choice {
             let lit = enc.lit(c);
             assumptions.push(lit);
-            // The last model is a witness that the candidate is consistent.
-            let witnessed = enc.witness.get(lit.index()).copied().unwrap_or(false);
-            if witnessed || enc.check(&assumptions)? {
+            assumed.push(c);
+            // The last witness, or a new one, shows that the candidate is consistent.
+            if enc.witness[c] || enc.greedy(&assumed) || enc.check(&assumptions)? {
                 selected[c] = true;
                 queue.extend(source.dependencies(c).into_iter().map(<[usize]>::to_vec));
                 break;
             }
             assumptions.pop();
+            assumed.pop();
         }
     }
     Ok(Some((0..source.size()).filter(|&v| selected[v]).collect()))
@@ -89,7 +96,8 @@ struct Lazy<'s, S: Source> {
     /// Per at-most-one group, the "some member so far is selected" literal of the sequential
     /// counter, extended one member at a time.
     last: HashMap<S::Key, Lit>,
-    /// The last model of the full formula, as "is solver variable i true".
+    /// A selection satisfying the full problem with every assumption so far, as "is
+    /// variable v selected".
     witness: Vec<bool>,
 }
 
@@ -142,6 +150,59 @@ impl<S: Source> Lazy<'_, S> {
         }
     }
 
+    /// Looks for a selection containing `seeds` in which every selected variable has a
+    /// selected candidate for each dependency, taking the first candidate that fits; on
+    /// success it becomes the witness. Failure proves nothing.
+    fn greedy(&mut self, seeds: &[usize]) -> bool {
+        let source = self.source;
+        let mut chosen = vec![false; source.size()];
+        // Variables in conflict with a chosen one.
+        let mut excluded = vec![false; source.size()];
+        let mut taken: HashMap<&S::Key, usize> = HashMap::new();
+        let mut order = Vec::new();
+        let mut take = |v: usize, chosen: &mut Vec<bool>, order: &mut Vec<usize>| -> bool {
+            if chosen[v] {
+                return true;
+            }
+            let fits = !source.prohibited(v)
+                && !excluded[v]
+                && !source.conflicts(v).iter().any(|&y| chosen[y])
+                && source
+                    .keys(v)
+                    .iter()
+                    .all(|k| taken.get(k).is_none_or(|&other| other == v));
+            if fits {
+                chosen[v] = true;
+                for &y in source.conflicts(v) {
+                    excluded[y] = true;
+                }
+                for k in source.keys(v) {
+                    taken.insert(k, v);
+                }
+                order.push(v);
+            }
+            fits
+        };
+        for &v in seeds {
+            if !take(v, &mut chosen, &mut order) {
+                return false;
+            }
+        }
+        let mut next = 0;
+        while let Some(&v) = order.get(next) {
+            next += 1;
+            for candidates in source.dependencies(v) {
+                if !candidates.iter().any(|&c| chosen[c])
+                    && !candidates.iter().any(|&c| take(c, &mut chosen, &mut order))
+                {
+                    return false;
+                }
+            }
+        }
+        self.witness = chosen;
+        true
+    }
+
     /// Whether the full formula holds together with `assumptions`; on success the model
     /// becomes the witness.
     fn check(&mut self, assumptions: &[Lit]) -> Result<bool, SolveError> {
@@ -172,7 +233,12 @@ impl<S: Source> Lazy<'_, S> {
                 })
                 .collect();
             if open.is_empty() {
-                self.witness = values;
+                let mut witness = vec![false; self.source.size()];
+                for &v in &self.mentioned {
+                    witness[v] = self.lits[v]
+                        .is_some_and(|x| values.get(x.index()).copied().unwrap_or(false));
+                }
+                self.witness = witness;
                 return Ok(true);
             }
             for v in open {
