@@ -18,13 +18,14 @@ use std::io::IsTerminal;
 #[command(
     name = "olm-registry",
     version,
-    about = "Operator Lifecycle Manager catalog registry: serve, validate, render, build and resolve operator catalogs",
+    about = "Operator Lifecycle Manager catalog registry: serve, validate, render, build, resolve and mirror operator catalogs",
     long_about = "Operator Lifecycle Manager catalog registry.\n\n\
         Serves file-based catalogs over the Operator Registry gRPC API (a drop-in for `opm serve` in a \
         CatalogSource pod); validates, renders and migrates catalogs from any source (FBC, bundle \
         directories and images, package manifests, legacy index.db); builds and pushes bundle and \
-        catalog images without a container engine; resolves subscriptions against catalogs. Logs go to \
-        stderr; RUST_LOG overrides the level."
+        catalog images without a container engine; resolves subscriptions against catalogs (also as a \
+        gRPC service of `serve`); mirrors catalogs and every image they reference to another registry \
+        or to disk for disconnected clusters. Logs go to stderr; RUST_LOG overrides the level."
 )]
 struct Cli {
     /// Skip TLS certificate verification for container image registries.
