@@ -4,7 +4,8 @@
 //! Both are turned into the resolver's catalog model once and cached: the own catalog per
 //! loaded index, a remote one per address until its TTL runs out or its connection drops
 //! (a health Watch stream is held open to notice that; servers without Watch rely on the
-//! TTL). Manifests, which ListBundles leaves out, are fetched with GetBundle for the few
+//! TTL). The cached [`Catalog`] also keeps the content prepared for classic resolution,
+//! made by the first classic request that reads it, so later requests skip that work. Manifests, which ListBundles leaves out, are fetched with GetBundle for the few
 //! bundles the safety checks look at.
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -157,10 +158,10 @@ pub fn from_store(store: Arc<Store>) -> Result<Catalog, String> {
             }
         })
         .map_err(query_text)?;
-    Ok(Catalog {
-        content: Arc::new(content),
-        manifests: Some(Arc::new(StoreManifests(store))),
-    })
+    Ok(Catalog::new(
+        Arc::new(content),
+        Some(Arc::new(StoreManifests(store))),
+    ))
 }
 
 struct StoreManifests(Arc<Store>);
@@ -290,14 +291,14 @@ async fn fetch(address: &str) -> Result<Cached, String> {
         bundles.push(b);
     }
     Ok(Cached {
-        catalog: Catalog {
-            content: Arc::new(from_api(packages, bundles)),
-            manifests: Some(Arc::new(RemoteManifests {
+        catalog: Catalog::new(
+            Arc::new(from_api(packages, bundles)),
+            Some(Arc::new(RemoteManifests {
                 address: address.to_owned(),
                 client,
                 runtime: tokio::runtime::Handle::current(),
             })),
-        },
+        ),
         fetched: Instant::now(),
         connected,
     })

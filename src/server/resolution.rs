@@ -19,7 +19,8 @@ use crate::store::Store;
 pub struct ResolutionService {
     pub catalog: Catalog,
     pub remote: Arc<RemoteCatalogs>,
-    /// This server's catalog in the resolver's model, built once per loaded index.
+    /// This server's catalog in the resolver's model (with its classic preparation, made on
+    /// first use), built once per loaded index.
     pub local: tokio::sync::Mutex<Option<(Arc<Store>, service::Catalog)>>,
 }
 

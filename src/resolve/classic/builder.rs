@@ -293,18 +293,21 @@ impl<'u, 'p> Builder<'u, 'p> {
     /// the entry of every catalog variable's identifier.
     pub fn problem(&self, req: &ClassicRequest<'_>) -> (Vec<Variable>, HashMap<String, usize>) {
         let u = self.u;
+        // Identifiers are named once per variable: dependency lists repeat them many times.
+        let ids: Vec<String> = self.order.iter().map(|&e| u.id(e)).collect();
+        let id_of = |e: usize| ids[self.position[e]].clone();
         let mut problem: Vec<Variable> = req
             .subscriptions
             .iter()
             .zip(&self.subscriptions)
-            .map(|(s, candidates)| subscription_variable(u, s, candidates))
+            .map(|(s, candidates)| subscription_variable(&id_of, s, candidates))
             .collect();
         let mut installed = Vec::new();
         let mut others = Vec::new();
         let mut entries = HashMap::new();
         for (position, &e) in self.order.iter().enumerate() {
             let entry = u.entry(e);
-            let id = u.id(e);
+            let id = id_of(e);
             let mut constraints = Vec::new();
             if u.is_existing(e) && !entry.owned {
                 constraints.push(Constraint::with_message(
@@ -330,12 +333,12 @@ impl<'u, 'p> Builder<'u, 'p> {
             let predicates = entry.requirements.iter().flatten();
             for (predicate, providers) in predicates.zip(&self.dependencies[position]) {
                 constraints.push(Constraint::with_message(
-                    ConstraintKind::Dependency(providers.iter().map(|&p| u.id(p)).collect()),
+                    ConstraintKind::Dependency(providers.iter().map(|&p| id_of(p)).collect()),
                     format!("bundle {} requires an operator {predicate}", entry.name),
                 ));
             }
             for &cur in self.conflicts.get(&e).into_iter().flatten() {
-                constraints.push(Constraint::new(ConstraintKind::Conflict(u.id(cur))));
+                constraints.push(Constraint::new(ConstraintKind::Conflict(id_of(cur))));
             }
             if u.is_existing(e) {
                 installed.push(Variable { id, constraints });
@@ -346,14 +349,14 @@ impl<'u, 'p> Builder<'u, 'p> {
         }
         installed.sort_by(|a, b| a.id.cmp(&b.id));
         problem.extend(installed);
-        problem.extend(self.uniqueness());
+        problem.extend(self.uniqueness(&id_of));
         problem.extend(others);
         (problem, entries)
     }
 
     /// At most one provider per exact GVK and one entry per package (§2.5 invariants), for
     /// every group of two or more, in identifier order.
-    fn uniqueness(&self) -> Vec<Variable> {
+    fn uniqueness(&self, id_of: &impl Fn(usize) -> String) -> Vec<Variable> {
         let mut gvks: BTreeMap<&str, Vec<String>> = BTreeMap::new();
         let mut packages: BTreeMap<&str, Vec<String>> = BTreeMap::new();
         for &e in &self.order {
@@ -362,7 +365,7 @@ impl<'u, 'p> Builder<'u, 'p> {
                     UniqueKey::Gvk(id) => (&mut gvks, id),
                     UniqueKey::Package(name) => (&mut packages, name),
                 };
-                map.entry(name.as_str()).or_default().push(self.u.id(e));
+                map.entry(name.as_str()).or_default().push(id_of(e));
             }
         }
         let group = |id: &str, mandatory: String, members: Vec<String>, verb: &str| {
@@ -400,7 +403,11 @@ impl<'u, 'p> Builder<'u, 'p> {
     }
 }
 
-fn subscription_variable(u: &Universe<'_>, s: &Subscription, candidates: &Candidates) -> Variable {
+fn subscription_variable(
+    id_of: &impl Fn(usize) -> String,
+    s: &Subscription,
+    candidates: &Candidates,
+) -> Variable {
     let exists = Constraint::with_message(
         ConstraintKind::Mandatory,
         format!("subscription {} exists", s.name),
@@ -410,7 +417,7 @@ fn subscription_variable(u: &Universe<'_>, s: &Subscription, candidates: &Candid
             Constraint::with_message(ConstraintKind::Prohibited, reason.clone())
         }
         Candidates::Found(found) => {
-            let ids: Vec<String> = found.iter().map(|&c| u.id(c)).collect();
+            let ids: Vec<String> = found.iter().map(|&c| id_of(c)).collect();
             let message = match ids.as_slice() {
                 [] => format!(
                     "no operators found matching the criteria of subscription {}",

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use crate::catalog::semver::Version;
 use crate::catalog::types::Property;
 use crate::resolve::classic::{
-    self, CatalogSource, ClassicError, ClassicRequest, Gvk, InstalledCsv, Refusal,
+    self, CatalogSource, ClassicError, ClassicRequest, Gvk, InstalledCsv, PreparedCatalog, Refusal,
     ResolvedOperator, Subscription, UpgradeStrategy,
 };
 use crate::resolve::predicate::{Subject, decode};
@@ -295,7 +295,9 @@ impl Context<'_> {
                 upgrade_strategy: self.strategy,
                 refused: refusals.clone(),
             };
-            let operators = match classic::resolve(&request) {
+            let prepared: Vec<&PreparedCatalog> =
+                self.catalogs.loaded.iter().map(|c| c.prepared()).collect();
+            let operators = match classic::resolve_prepared(&request, &prepared) {
                 Ok(operators) => operators,
                 Err(ClassicError::Unsatisfiable(SolveError::Unsatisfiable { mut messages })) => {
                     // One bundle in several channels is several constraints with the same

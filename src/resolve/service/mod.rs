@@ -10,10 +10,11 @@ pub mod outcome;
 pub mod request;
 mod v1;
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use crate::catalog::property::{self, BUNDLE_OBJECT, CSV_METADATA};
 use crate::catalog::types::DeclarativeConfig;
+use crate::resolve::classic::PreparedCatalog;
 use crate::resolve::safety::BundleManifests;
 
 pub use outcome::{Chosen, OpenShift, Outcome, Resolution, Step, report};
@@ -29,20 +30,37 @@ pub trait ManifestSource: Send + Sync {
     fn objects(&self, package: &str, channel: &str, bundle: &str) -> Result<Vec<String>, String>;
 }
 
-/// One loaded catalog.
+/// One loaded catalog. Clones share its content and its preparation.
 #[derive(Clone)]
 pub struct Catalog {
     pub content: Arc<DeclarativeConfig>,
     /// None: the manifests are `olm.bundle.object` properties of `content`.
     pub manifests: Option<Arc<dyn ManifestSource>>,
+    /// `content` prepared for classic resolution by the first one that needs it, then kept
+    /// for every later round and request (a server keeps its catalogs per snapshot).
+    prepared: Arc<OnceLock<PreparedCatalog>>,
 }
 
 impl Catalog {
-    pub fn of(content: DeclarativeConfig) -> Catalog {
+    pub fn new(
+        content: Arc<DeclarativeConfig>,
+        manifests: Option<Arc<dyn ManifestSource>>,
+    ) -> Catalog {
         Catalog {
-            content: Arc::new(content),
-            manifests: None,
+            content,
+            manifests,
+            prepared: Arc::default(),
         }
+    }
+
+    pub fn of(content: DeclarativeConfig) -> Catalog {
+        Catalog::new(Arc::new(content), None)
+    }
+
+    /// The content prepared for classic resolution, made on first use.
+    pub fn prepared(&self) -> &PreparedCatalog {
+        self.prepared
+            .get_or_init(|| PreparedCatalog::new(&self.content))
     }
 
     /// What the safety checks read from a bundle.
@@ -98,3 +116,6 @@ pub fn resolve(req: &Request, catalogs: &[Loaded]) -> Result<Outcome, String> {
         Mode::V1 => v1::resolve(req, catalogs),
     }
 }
+
+#[cfg(test)]
+mod tests;

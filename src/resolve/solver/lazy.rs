@@ -14,8 +14,12 @@
 //!
 //! Most checks need no solver call at all: giving every open dependency its first candidate
 //! that fits (not prohibited, no conflict, its uniqueness groups still free) usually ends in
-//! a selection that satisfies every constraint, which proves the check; only when that walk
-//! gets stuck does the solver decide.
+//! a selection that satisfies every constraint, which proves the check. Where plain first-fit
+//! gets stuck (say two dependents want different versions of one package), the same walk
+//! preferring the candidates of the last witness, which already settles that conflict,
+//! usually succeeds; and a solver model whose true variables still lack their dependencies is
+//! completed the same way before anything more is encoded. Only when every walk gets stuck
+//! does the solver decide.
 use std::collections::{HashMap, VecDeque};
 use std::hash::Hash;
 
@@ -57,7 +61,7 @@ pub fn solve<S: Source>(source: &S) -> Result<Option<Vec<usize>>, SolveError> {
         enc.solver.add_clause(&[x]);
         enc.expand(a);
     }
-    if !enc.greedy(&anchors) && !enc.check(&[])? {
+    if !enc.greedy(&anchors) && !enc.check(&[], &anchors)? {
         return Ok(None);
     }
     let mut selected = vec![false; source.size()];
@@ -73,7 +77,7 @@ pub fn solve<S: Source>(source: &S) -> Result<Option<Vec<usize>>, SolveError> {
             assumptions.push(lit);
             assumed.push(c);
             // The last witness, or a new one, shows that the candidate is consistent.
-            if enc.witness[c] || enc.greedy(&assumed) || enc.check(&assumptions)? {
+            if enc.witness[c] || enc.greedy(&assumed) || enc.check(&assumptions, &assumed)? {
                 selected[c] = true;
                 queue.extend(source.dependencies(c).into_iter().map(<[usize]>::to_vec));
                 break;
@@ -151,61 +155,26 @@ impl<S: Source> Lazy<'_, S> {
     }
 
     /// Looks for a selection containing `seeds` in which every selected variable has a
-    /// selected candidate for each dependency, taking the first candidate that fits; on
-    /// success it becomes the witness. Failure proves nothing.
+    /// selected candidate for each dependency, first taking for each open dependency its
+    /// first candidate that fits, then, if that gets stuck, its first fitting candidate
+    /// selected by the last witness (which already settles the conflicts that first-fit
+    /// runs into). On success the selection becomes the witness; failure proves nothing.
     fn greedy(&mut self, seeds: &[usize]) -> bool {
-        let source = self.source;
-        let mut chosen = vec![false; source.size()];
-        // Variables in conflict with a chosen one.
-        let mut excluded = vec![false; source.size()];
-        let mut taken: HashMap<&S::Key, usize> = HashMap::new();
-        let mut order = Vec::new();
-        let mut take = |v: usize, chosen: &mut Vec<bool>, order: &mut Vec<usize>| -> bool {
-            if chosen[v] {
-                return true;
+        let found = complete(self.source, seeds, None)
+            .or_else(|| complete(self.source, seeds, Some(&self.witness)));
+        match found {
+            Some(found) => {
+                self.witness = found;
+                true
             }
-            let fits = !source.prohibited(v)
-                && !excluded[v]
-                && !source.conflicts(v).iter().any(|&y| chosen[y])
-                && source
-                    .keys(v)
-                    .iter()
-                    .all(|k| taken.get(k).is_none_or(|&other| other == v));
-            if fits {
-                chosen[v] = true;
-                for &y in source.conflicts(v) {
-                    excluded[y] = true;
-                }
-                for k in source.keys(v) {
-                    taken.insert(k, v);
-                }
-                order.push(v);
-            }
-            fits
-        };
-        for &v in seeds {
-            if !take(v, &mut chosen, &mut order) {
-                return false;
-            }
+            None => false,
         }
-        let mut next = 0;
-        while let Some(&v) = order.get(next) {
-            next += 1;
-            for candidates in source.dependencies(v) {
-                if !candidates.iter().any(|&c| chosen[c])
-                    && !candidates.iter().any(|&c| take(c, &mut chosen, &mut order))
-                {
-                    return false;
-                }
-            }
-        }
-        self.witness = chosen;
-        true
     }
 
-    /// Whether the full formula holds together with `assumptions`; on success the model
-    /// becomes the witness.
-    fn check(&mut self, assumptions: &[Lit]) -> Result<bool, SolveError> {
+    /// Whether the full formula holds together with `assumptions` (the literals of `seeds`
+    /// that are not anchors); on success the model, or a completion of it, becomes the
+    /// witness.
+    fn check(&mut self, assumptions: &[Lit], seeds: &[usize]) -> Result<bool, SolveError> {
         loop {
             self.solver.assume(assumptions);
             let sat = self
@@ -223,22 +192,25 @@ impl<S: Source> Lazy<'_, S> {
                 }
                 values[i] = lit.is_positive();
             }
+            let mut model = vec![false; self.source.size()];
+            for &v in &self.mentioned {
+                model[v] =
+                    self.lits[v].is_some_and(|x| values.get(x.index()).copied().unwrap_or(false));
+            }
             let open: Vec<usize> = self
                 .mentioned
                 .iter()
                 .copied()
-                .filter(|&v| !self.expanded[v])
-                .filter(|&v| {
-                    self.lits[v].is_some_and(|x| values.get(x.index()).copied().unwrap_or(false))
-                })
+                .filter(|&v| model[v] && !self.expanded[v])
                 .collect();
             if open.is_empty() {
-                let mut witness = vec![false; self.source.size()];
-                for &v in &self.mentioned {
-                    witness[v] = self.lits[v]
-                        .is_some_and(|x| values.get(x.index()).copied().unwrap_or(false));
-                }
-                self.witness = witness;
+                self.witness = model;
+                return Ok(true);
+            }
+            // The model settles the conflicts met so far: completing its open part first-fit
+            // usually proves the check without encoding more and solving again.
+            if let Some(found) = complete(self.source, seeds, Some(&model)) {
+                self.witness = found;
                 return Ok(true);
             }
             for v in open {
@@ -246,4 +218,62 @@ impl<S: Source> Lazy<'_, S> {
             }
         }
     }
+}
+
+/// A selection containing `seeds` in which every selected variable has a selected candidate
+/// for each dependency, found by taking for each open dependency its first candidate that
+/// fits (not prohibited, no conflict, its groups still free), trying first the ones `guide`
+/// selects; `None` when that gets stuck, which proves nothing.
+fn complete<S: Source>(source: &S, seeds: &[usize], guide: Option<&[bool]>) -> Option<Vec<bool>> {
+    let mut chosen = vec![false; source.size()];
+    // Variables in conflict with a chosen one.
+    let mut excluded = vec![false; source.size()];
+    let mut taken: HashMap<&S::Key, usize> = HashMap::new();
+    let mut order = Vec::new();
+    let mut take = |v: usize, chosen: &mut Vec<bool>, order: &mut Vec<usize>| -> bool {
+        if chosen[v] {
+            return true;
+        }
+        let fits = !source.prohibited(v)
+            && !excluded[v]
+            && !source.conflicts(v).iter().any(|&y| chosen[y])
+            && source
+                .keys(v)
+                .iter()
+                .all(|k| taken.get(k).is_none_or(|&other| other == v));
+        if fits {
+            chosen[v] = true;
+            for &y in source.conflicts(v) {
+                excluded[y] = true;
+            }
+            for k in source.keys(v) {
+                taken.insert(k, v);
+            }
+            order.push(v);
+        }
+        fits
+    };
+    for &v in seeds {
+        if !take(v, &mut chosen, &mut order) {
+            return None;
+        }
+    }
+    let guided = |c: usize| guide.is_some_and(|g| g.get(c).copied().unwrap_or(false));
+    let mut next = 0;
+    while let Some(&v) = order.get(next) {
+        next += 1;
+        for candidates in source.dependencies(v) {
+            if candidates.iter().any(|&c| chosen[c]) {
+                continue;
+            }
+            let found = candidates
+                .iter()
+                .any(|&c| guided(c) && take(c, &mut chosen, &mut order))
+                || candidates.iter().any(|&c| take(c, &mut chosen, &mut order));
+            if !found {
+                return None;
+            }
+        }
+    }
+    Some(chosen)
 }
