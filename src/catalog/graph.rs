@@ -88,34 +88,31 @@ pub(crate) fn check(entries: &[ChannelEntry]) -> (Option<&str>, Vec<String>) {
 mod tests {
     use super::*;
 
-    fn entry(name: &str, replaces: &str, skips: &[&str]) -> ChannelEntry {
-        ChannelEntry {
-            name: name.into(),
-            replaces: replaces.into(),
-            skips: skips.iter().map(|s| s.to_string()).collect(),
-            skip_range: String::new(),
-        }
-    }
-
     #[test]
     fn spec_example_is_valid() {
         let entries = [
-            entry("v1", "", &[]),
-            entry("v1.1", "v1", &[]),
-            entry("v2", "v1.1", &["v1", "v1.5"]),
+            ChannelEntry::linked("v1", "", &[]),
+            ChannelEntry::linked("v1.1", "v1", &[]),
+            ChannelEntry::linked("v2", "v1.1", &["v1", "v1.5"]),
         ];
         assert_eq!(check(&entries), (Some("v2"), vec![]));
     }
 
     #[test]
     fn tail_may_replace_a_missing_bundle() {
-        let entries = [entry("b", "a", &[]), entry("c", "b", &[])];
+        let entries = [
+            ChannelEntry::linked("b", "a", &[]),
+            ChannelEntry::linked("c", "b", &[]),
+        ];
         assert_eq!(check(&entries), (Some("c"), vec![]));
     }
 
     #[test]
     fn head_count_problems() {
-        let entries = [entry("b", "", &[]), entry("a", "", &[])];
+        let entries = [
+            ChannelEntry::linked("b", "", &[]),
+            ChannelEntry::linked("a", "", &[]),
+        ];
         assert_eq!(
             check(&entries),
             (
@@ -123,7 +120,10 @@ mod tests {
                 vec!["multiple channel heads found in graph: a, b".to_owned()]
             )
         );
-        let entries = [entry("a", "b", &[]), entry("b", "a", &[])];
+        let entries = [
+            ChannelEntry::linked("a", "b", &[]),
+            ChannelEntry::linked("b", "a", &[]),
+        ];
         assert_eq!(
             check(&entries),
             (None, vec!["no channel head found in graph".to_owned()])
@@ -133,10 +133,10 @@ mod tests {
     #[test]
     fn cycles_are_reported_from_the_revisited_bundle() {
         let entries = [
-            entry("h", "a", &[]),
-            entry("a", "b", &[]),
-            entry("b", "c", &[]),
-            entry("c", "a", &[]),
+            ChannelEntry::linked("h", "a", &[]),
+            ChannelEntry::linked("a", "b", &[]),
+            ChannelEntry::linked("b", "c", &[]),
+            ChannelEntry::linked("c", "a", &[]),
         ];
         assert_eq!(
             check(&entries),
@@ -153,11 +153,11 @@ mod tests {
     #[test]
     fn stranded_bundles_are_listed_sorted() {
         let entries = [
-            entry("d", "c", &[]),
-            entry("c", "", &[]),
-            entry("y", "x", &[]),
-            entry("x", "", &[]),
-            entry("z", "w", &[]),
+            ChannelEntry::linked("d", "c", &[]),
+            ChannelEntry::linked("c", "", &[]),
+            ChannelEntry::linked("y", "x", &[]),
+            ChannelEntry::linked("x", "", &[]),
+            ChannelEntry::linked("z", "w", &[]),
         ];
         // y and z are heads too unless something points at them; make d skip them.
         let mut entries = entries.to_vec();
@@ -170,10 +170,10 @@ mod tests {
             )
         );
         let entries = [
-            entry("c", "b", &["q"]),
-            entry("b", "", &[]),
-            entry("a", "", &[]),
-            entry("q", "a", &[]),
+            ChannelEntry::linked("c", "b", &["q"]),
+            ChannelEntry::linked("b", "", &[]),
+            ChannelEntry::linked("a", "", &[]),
+            ChannelEntry::linked("q", "a", &[]),
         ];
         // a is only reachable through the skipped q, whose own edges are not followed.
         assert_eq!(
@@ -188,9 +188,9 @@ mod tests {
     #[test]
     fn a_skipped_replaces_target_ends_the_chain() {
         let entries = [
-            entry("c", "b", &["b"]),
-            entry("b", "a", &[]),
-            entry("a", "", &[]),
+            ChannelEntry::linked("c", "b", &["b"]),
+            ChannelEntry::linked("b", "a", &[]),
+            ChannelEntry::linked("a", "", &[]),
         ];
         assert_eq!(
             check(&entries),

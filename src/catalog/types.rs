@@ -58,6 +58,19 @@ pub struct ChannelEntry {
     pub skip_range: String,
 }
 
+#[cfg(test)]
+impl ChannelEntry {
+    /// An entry without a skipRange, as the upgrade-graph tests write them.
+    pub(crate) fn linked(name: &str, replaces: &str, skips: &[&str]) -> ChannelEntry {
+        ChannelEntry {
+            name: name.into(),
+            replaces: replaces.into(),
+            skips: skips.iter().map(|s| (*s).to_owned()).collect(),
+            skip_range: String::new(),
+        }
+    }
+}
+
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Channel {
     pub name: String,

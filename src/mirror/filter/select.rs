@@ -219,15 +219,6 @@ pub fn dedupe(skips: &[String]) -> Vec<String> {
 mod tests {
     use super::*;
 
-    fn entry(name: &str, replaces: &str, skips: &[&str]) -> ChannelEntry {
-        ChannelEntry {
-            name: name.into(),
-            replaces: replaces.into(),
-            skips: skips.iter().map(|s| s.to_string()).collect(),
-            skip_range: String::new(),
-        }
-    }
-
     fn v(s: &str) -> Version {
         Version::parse(s).unwrap()
     }
@@ -249,13 +240,19 @@ mod tests {
     #[test]
     fn head_ignores_names_outside_the_channel_and_reports_ambiguity() {
         let entries = [
-            entry("a.v2.0.0", "a.v1.0.0", &["gone"]),
-            entry("a.v1.0.0", "older", &[]),
+            ChannelEntry::linked("a.v2.0.0", "a.v1.0.0", &["gone"]),
+            ChannelEntry::linked("a.v1.0.0", "older", &[]),
         ];
         assert_eq!(head(&entries).unwrap().name, "a.v2.0.0");
-        let two = [entry("b", "", &[]), entry("a", "", &[])];
+        let two = [
+            ChannelEntry::linked("b", "", &[]),
+            ChannelEntry::linked("a", "", &[]),
+        ];
         assert_eq!(head(&two).unwrap_err(), "several channel heads: a, b");
-        let cycle = [entry("a", "b", &[]), entry("b", "a", &[])];
+        let cycle = [
+            ChannelEntry::linked("a", "b", &[]),
+            ChannelEntry::linked("b", "a", &[]),
+        ];
         assert_eq!(
             head(&cycle).unwrap_err(),
             "no channel head (every entry is replaced or skipped)"
@@ -266,9 +263,9 @@ mod tests {
     fn a_range_below_the_head_keeps_an_out_of_range_bridge() {
         // a.v1.3.0 skips a.v1.2.1, the only in-range bundle: it must stay to reach it.
         let entries = [
-            entry("a.v1.3.0", "a.v1.2.0", &["a.v1.2.1", "a.v1.2.1"]),
-            entry("a.v1.2.1", "a.v1.2.0", &[]),
-            entry("a.v1.2.0", "", &[]),
+            ChannelEntry::linked("a.v1.3.0", "a.v1.2.0", &["a.v1.2.1", "a.v1.2.1"]),
+            ChannelEntry::linked("a.v1.2.1", "a.v1.2.0", &[]),
+            ChannelEntry::linked("a.v1.2.0", "", &[]),
         ];
         let range = Range::new(Some(&v("1.2.1")), Some(&v("1.2.5"))).unwrap();
         let k = in_range(&entries, &versions(&entries), &range).unwrap();
@@ -284,10 +281,10 @@ mod tests {
     #[test]
     fn the_kept_stretch_starts_at_the_lowest_entry_reaching_everything() {
         let entries = [
-            entry("a.v3.0.0", "a.v2.0.0", &[]),
-            entry("a.v2.0.0", "a.v1.0.0", &[]),
-            entry("a.v1.0.0", "a.v0.9.0", &[]),
-            entry("a.v0.9.0", "", &[]),
+            ChannelEntry::linked("a.v3.0.0", "a.v2.0.0", &[]),
+            ChannelEntry::linked("a.v2.0.0", "a.v1.0.0", &[]),
+            ChannelEntry::linked("a.v1.0.0", "a.v0.9.0", &[]),
+            ChannelEntry::linked("a.v0.9.0", "", &[]),
         ];
         let range = Range::new(Some(&v("1.0.0")), Some(&v("2.0.0"))).unwrap();
         let k = in_range(&entries, &versions(&entries), &range).unwrap();
@@ -306,8 +303,8 @@ mod tests {
     #[test]
     fn pre_releases_are_outside_a_plain_range_and_inside_an_exact_one() {
         let entries = [
-            entry("a.v1.1.0-rc.1", "a.v1.0.0", &[]),
-            entry("a.v1.0.0", "", &[]),
+            ChannelEntry::linked("a.v1.1.0-rc.1", "a.v1.0.0", &[]),
+            ChannelEntry::linked("a.v1.0.0", "", &[]),
         ];
         let plain = Range::new(Some(&v("1.0.0")), None).unwrap();
         let k = in_range(&entries, &versions(&entries), &plain).unwrap();

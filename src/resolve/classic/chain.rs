@@ -76,15 +76,6 @@ pub fn sort_channel(
 mod tests {
     use super::*;
 
-    fn entry(name: &str, replaces: &str, skips: &[&str]) -> ChannelEntry {
-        ChannelEntry {
-            name: name.into(),
-            replaces: replaces.into(),
-            skips: skips.iter().map(|s| (*s).to_owned()).collect(),
-            skip_range: String::new(),
-        }
-    }
-
     fn sorted(entries: &[ChannelEntry]) -> Result<Vec<&str>, String> {
         let refs: Vec<&ChannelEntry> = entries.iter().collect();
         sort_channel("package", "channel", &refs)
@@ -94,25 +85,34 @@ mod tests {
     #[test]
     fn chains_drop_skipped_and_off_chain_entries() {
         assert_eq!(
-            sorted(&[entry("b", "", &[]), entry("a", "b", &[])]),
+            sorted(&[
+                ChannelEntry::linked("b", "", &[]),
+                ChannelEntry::linked("a", "b", &[])
+            ]),
             Ok(vec!["a", "b"])
         );
         assert_eq!(sorted(&[]), Ok(vec![]));
         assert_eq!(
-            sorted(&[entry("a", "b", &["b"]), entry("b", "", &[])]),
+            sorted(&[
+                ChannelEntry::linked("a", "b", &["b"]),
+                ChannelEntry::linked("b", "", &[])
+            ]),
             Ok(vec!["a"])
         );
         assert_eq!(
             sorted(&[
-                entry("a", "b", &["c"]),
-                entry("b", "c", &[]),
-                entry("c", "", &[])
+                ChannelEntry::linked("a", "b", &["c"]),
+                ChannelEntry::linked("b", "c", &[]),
+                ChannelEntry::linked("c", "", &[])
             ]),
             Ok(vec!["a", "b"])
         );
         // `x` is reachable only through a skip, so it is dropped too.
         assert_eq!(
-            sorted(&[entry("a", "virtual", &["x"]), entry("x", "", &[])]),
+            sorted(&[
+                ChannelEntry::linked("a", "virtual", &["x"]),
+                ChannelEntry::linked("x", "", &[])
+            ]),
             Ok(vec!["a"])
         );
     }
@@ -120,15 +120,15 @@ mod tests {
     #[test]
     fn ordering_errors() {
         assert_eq!(
-            sorted(&[entry("a", "b", &[]), entry("b", "a", &[])]),
+            sorted(&[ChannelEntry::linked("a", "b", &[]), ChannelEntry::linked("b", "a", &[])]),
             Err(r#"no channel heads (entries not replaced by another entry) found in channel "channel" of package "package""#.into())
         );
         assert_eq!(
-            sorted(&[entry("a", "b", &[]), entry("b", "c", &[]), entry("c", "b", &[])]),
+            sorted(&[ChannelEntry::linked("a", "b", &[]), ChannelEntry::linked("b", "c", &[]), ChannelEntry::linked("c", "b", &[])]),
             Err(r#"a cycle exists in the chain of replacement beginning with "a" in channel "channel" of package "package""#.into())
         );
         assert_eq!(
-            sorted(&[entry("a", "", &[]), entry("b", "c", &[]), entry("c", "", &[])]),
+            sorted(&[ChannelEntry::linked("a", "", &[]), ChannelEntry::linked("b", "c", &[]), ChannelEntry::linked("c", "", &[])]),
             Err(r#"a unique replacement chain within a channel is required to determine the relative order between channel entries, but 2 replacement chains were found in channel "channel" of package "package": a, b...c"#.into())
         );
     }
