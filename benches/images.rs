@@ -1,31 +1,18 @@
 //! Image pull benchmark: builds a catalog image from an FBC directory, pushes it to a real
 //! registry on loopback (Debian's docker-registry), then pulls it into an empty cache and
-//! compares the rate with reading the same bytes from disk.
+//! compares the rate with reading the same bytes from disk, with reading and hashing them
+//! (what verifying costs), and with `curl` fetching the same blob.
 //!
 //!   cargo bench --bench images -- /tmp/synth-large
+#[path = "common/ceilings.rs"]
+mod ceilings;
 #[path = "../tests/common/registry.rs"]
 mod registry;
 
 use olm_registry::image::{ClientOptions, ImageRef, Registry, build_image};
 use std::collections::BTreeMap;
-use std::io::Read;
 use std::path::PathBuf;
 use std::time::Instant;
-
-fn read_rate(path: &std::path::Path) -> (u64, f64) {
-    let t = Instant::now();
-    let mut f = std::fs::File::open(path).unwrap();
-    let mut buf = vec![0u8; 1 << 20];
-    let mut n = 0u64;
-    loop {
-        let r = f.read(&mut buf).unwrap();
-        if r == 0 {
-            break;
-        }
-        n += r as u64;
-    }
-    (n, n as f64 / t.elapsed().as_secs_f64() / 1048576.0)
-}
 
 #[tokio::main]
 async fn main() {
@@ -65,20 +52,30 @@ async fn main() {
 
     for round in 0..3 {
         let registry = Registry::new(&options(&format!("pull{round}"))).unwrap();
-        let t = Instant::now();
+        let (t, cpu) = (Instant::now(), ceilings::own_cpu_seconds());
         let pulled = registry.pull(&target).await.unwrap();
-        let took = t.elapsed().as_secs_f64();
+        let (took, cpu) = (t.elapsed().as_secs_f64(), ceilings::own_cpu_seconds() - cpu);
         let bytes: u64 = pulled
             .layers
             .iter()
             .map(|l| std::fs::metadata(l).unwrap().len())
             .sum();
-        let pull_rate = bytes as f64 / took / 1048576.0;
-        let (_, disk_rate) = read_rate(&pulled.layers[0]);
+        let mib = bytes as f64 / 1048576.0;
+        let pull_rate = mib / took;
+        let layer = &pulled.layers[0];
+        let disk_rate = ceilings::read_rate(layer);
+        let (digest, hash_rate) = ceilings::sha256_file(layer);
+        let curl_path = work.path().join("curl-layer");
+        let curl_rate = ceilings::curl_get(&reg.addr, "bench/catalog", &digest, &curl_path);
+        std::fs::remove_file(&curl_path).unwrap();
         println!(
-            "pull: {:.0} MiB in {took:.2} s = {pull_rate:.0} MiB/s; reading the same file: {disk_rate:.0} MiB/s; ratio {:.0}%",
-            bytes as f64 / 1048576.0,
-            100.0 * pull_rate / disk_rate
+            "pull: {mib:.0} MiB in {took:.2} s = {pull_rate:.0} MiB/s, {cpu:.2} CPU-s ({:.0} MiB per CPU-s)\n    \
+             reading the same file: {disk_rate:.0} MiB/s (pull at {:.0}%); reading and hashing it: {hash_rate:.0} MiB/s ({:.0}%); \
+             curl GET to a file: {curl_rate:.0} MiB/s ({:.0}%)",
+            mib / cpu.max(1e-3),
+            100.0 * pull_rate / disk_rate,
+            100.0 * pull_rate / hash_rate,
+            100.0 * pull_rate / curl_rate,
         );
     }
     let unpack_dir = work.path().join("unpacked");

@@ -1,8 +1,11 @@
 //! Mirror benchmark: an image of ~1 GiB of incompressible layers in a real registry on
 //! loopback (Debian's docker-registry), mirrored by the release binary to disk and to a
-//! second registry, against `cp` of the same bytes; throughput and peak RSS of each run.
+//! second registry, against `cp` of the same bytes and against what `curl` gets from the
+//! same registries; throughput, CPU and peak RSS of each run.
 //!
-//!   cargo bench --bench mirror [-- LAYERS MIB_PER_LAYER PARALLEL]   (default 8 128 4)
+//!   cargo bench --bench mirror [-- LAYERS MIB_PER_LAYER PARALLEL ROUNDS]   (default 8 128 4 2)
+#[path = "common/ceilings.rs"]
+mod ceilings;
 #[path = "../tests/common/registry.rs"]
 mod registry;
 
@@ -10,24 +13,32 @@ use bytes::Bytes;
 use olm_registry::image::layout::digest_of;
 use olm_registry::image::{ClientOptions, Registry};
 use sha2::{Digest, Sha256};
-use std::io::Read;
+use std::io::{Read, Write};
 use std::path::Path;
-use std::process::Command;
+use std::process::{Command, Stdio};
 use std::time::Instant;
 
 const BIN: &str = env!("CARGO_BIN_EXE_olm-registry");
+const MIB: f64 = 1048576.0;
 
+/// Writes `len` incompressible bytes (xorshift) 1 MiB at a time, so that this process stays
+/// small: a child starts with its parent's peak RSS as its own.
 fn noise(path: &Path, len: usize, mut seed: u64) -> String {
-    let mut data = vec![0u8; len];
-    for chunk in data.chunks_mut(8) {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        let bytes = seed.to_le_bytes();
-        chunk.copy_from_slice(&bytes[..chunk.len()]);
+    let mut file = std::io::BufWriter::new(std::fs::File::create(path).unwrap());
+    let mut hasher = Sha256::new();
+    let mut block = vec![0u8; 1 << 20];
+    for _ in 0..len.div_ceil(block.len()) {
+        for chunk in block.chunks_mut(8) {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            chunk.copy_from_slice(&seed.to_le_bytes()[..chunk.len()]);
+        }
+        hasher.update(&block);
+        file.write_all(&block).unwrap();
     }
-    std::fs::write(path, &data).unwrap();
-    format!("sha256:{:x}", Sha256::digest(&data))
+    file.flush().unwrap();
+    format!("sha256:{:x}", hasher.finalize())
 }
 
 /// A file as a stream of 1 MiB chunks (setup only: reads block the runtime thread).
@@ -43,37 +54,66 @@ fn file_chunks(path: &Path) -> olm_registry::image::remote::BlobStream {
     })))
 }
 
-/// Peak resident memory of the largest child waited for so far, in MiB.
-fn children_peak_rss_mib() -> f64 {
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut usage) };
-    usage.ru_maxrss as f64 / 1024.0
+fn own_peak_rss_mib() -> f64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
+        .unwrap_or_default()
+        / 1024.0
 }
 
-fn timed(label: &str, bytes: u64, baseline: Option<f64>, cmd: &mut Command) -> f64 {
+/// What one child run cost: wall seconds, CPU seconds (user + system), peak RSS in MiB.
+struct Run {
+    secs: f64,
+    cpu: f64,
+    rss_mib: f64,
+    stdout: String,
+}
+
+/// Runs a command to its end and takes its own resource usage from wait4.
+#[expect(
+    clippy::zombie_processes,
+    reason = "the child is reaped by wait4, which also reports its resource usage"
+)]
+fn run(label: &str, cmd: &mut Command) -> Run {
     let t = Instant::now();
-    let out = cmd.output().unwrap();
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = child.stderr.take().unwrap();
+    let errors = std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = stderr.read_to_string(&mut text);
+        text
+    });
+    let mut stdout = String::new();
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut stdout)
+        .unwrap();
+    let mut status = 0;
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    let pid = child.id() as libc::pid_t;
+    assert_eq!(unsafe { libc::wait4(pid, &mut status, 0, &mut usage) }, pid);
     let secs = t.elapsed().as_secs_f64();
     assert!(
-        out.status.success(),
+        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
         "{label}: {}",
-        String::from_utf8_lossy(&out.stderr)
+        errors.join().unwrap()
     );
-    let rate = bytes as f64 / 1048576.0 / secs;
-    let summary = String::from_utf8_lossy(&out.stdout);
-    let summary = summary
-        .lines()
-        .find(|l| l.starts_with("mirrored"))
-        .unwrap_or("");
-    match baseline {
-        Some(cp) => println!(
-            "{label}: {secs:.2} s = {rate:.0} MiB/s ({:.0}% of cp), peak RSS {:.0} MiB\n    {summary}",
-            100.0 * rate / cp,
-            children_peak_rss_mib()
-        ),
-        None => println!("{label}: {secs:.2} s = {rate:.0} MiB/s"),
+    let cpu = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    Run {
+        secs,
+        cpu: cpu(usage.ru_utime) + cpu(usage.ru_stime),
+        rss_mib: usage.ru_maxrss as f64 / 1024.0,
+        stdout,
     }
-    rate
 }
 
 #[tokio::main]
@@ -85,8 +125,13 @@ async fn main() {
     let layers = numbers.first().copied().unwrap_or(8);
     let mib = numbers.get(1).copied().unwrap_or(128);
     let parallel = numbers.get(2).copied().unwrap_or(4);
+    let rounds = numbers.get(3).copied().unwrap_or(2);
     let source = registry::TestRegistry::plain();
     let target = registry::TestRegistry::plain();
+    let pid_of = |r: &registry::TestRegistry| {
+        ceilings::pid_with_argument(r.dir.path().join("config.yml").to_str().unwrap())
+    };
+    let (source_pid, target_pid) = (pid_of(&source), pid_of(&target));
     let work = tempfile::tempdir().unwrap();
     let files = work.path().join("layers");
     std::fs::create_dir_all(&files).unwrap();
@@ -151,10 +196,31 @@ async fn main() {
         .await
         .unwrap();
     let bytes = (layers * (mib << 20)) as u64;
+    let total = bytes as f64 / MIB;
     println!(
-        "image: {layers} layers of {mib} MiB = {} MiB, pushed in {:.1} s; --parallel {parallel}",
-        bytes >> 20,
+        "image: {layers} layers of {mib} MiB = {total:.0} MiB, pushed in {:.1} s; --parallel {parallel}",
         t.elapsed().as_secs_f64()
+    );
+
+    // What the machine and the registries allow, whoever the client.
+    let layer0 = files.join("layer0");
+    let first = descriptors[0]["digest"].as_str().unwrap();
+    let fetched = work.path().join("curl-get");
+    println!(
+        "ceilings (one {mib} MiB blob): sha256 {:.0} MiB/s per core; curl GET to /dev/null {:.0} MiB/s, to a file {:.0} MiB/s",
+        ceilings::sha256_file(&layer0).1,
+        ceilings::curl_get(&source.addr, "bench/big", first, Path::new("/dev/null")),
+        ceilings::curl_get(&source.addr, "bench/big", first, &fetched),
+    );
+    std::fs::remove_file(&fetched).unwrap();
+    let (put_rate, put_cpu) = ceilings::curl_put(&target.addr, "ceiling/put", &layer0, target_pid);
+    println!(
+        "    curl PUT (one request) into the target registry {put_rate:.0} MiB/s; the registry spent {put_cpu:.2} CPU-s on it ({:.0} MiB per CPU-s)",
+        mib as f64 / put_cpu.max(1e-3)
+    );
+    println!(
+        "    (this process's own peak RSS is {:.0} MiB: a child's figure below includes it)",
+        own_peak_rss_mib()
     );
 
     let isc = work.path().join("isc.yaml");
@@ -179,27 +245,46 @@ async fn main() {
             .env("RUST_LOG", "warn");
         cmd
     };
-    for round in 0..2 {
+    let registries_cpu =
+        || [source_pid, target_pid].map(|p| p.map(ceilings::cpu_seconds).unwrap_or_default());
+    let report = |label: &str, run: &Run, cp_rate: f64, before: [f64; 2]| {
+        let after = registries_cpu();
+        let rate = total / run.secs;
+        println!(
+            "{label}: {:.2} s = {rate:.0} MiB/s ({:.0}% of cp); mirror: {:.2} CPU-s = {:.0} MiB per CPU-s, peak RSS {:.0} MiB; registries: source {:.2} CPU-s, target {:.2} CPU-s",
+            run.secs,
+            100.0 * rate / cp_rate,
+            run.cpu,
+            total / run.cpu.max(1e-3),
+            run.rss_mib,
+            after[0] - before[0],
+            after[1] - before[1],
+        );
+        if let Some(summary) = run.stdout.lines().find(|l| l.starts_with("mirrored")) {
+            println!("    {summary}");
+        }
+    };
+    for round in 0..rounds {
         let copy = work.path().join(format!("cp{round}"));
-        let cp = timed(
-            "cp of the same files",
-            bytes,
-            None,
-            Command::new("cp").arg("-r").arg(&files).arg(&copy),
+        let cp = run("cp", Command::new("cp").arg("-r").arg(&files).arg(&copy));
+        let cp_rate = total / cp.secs;
+        println!(
+            "cp of the same files: {:.2} s = {cp_rate:.0} MiB/s ({:.2} CPU-s)",
+            cp.secs, cp.cpu
         );
         let disk = work.path().join(format!("archive{round}"));
-        timed(
+        let before = registries_cpu();
+        let to_disk = run(
             "mirror to disk",
-            bytes,
-            Some(cp),
             &mut mirror(format!("file://{}", disk.display()), round),
         );
-        timed(
+        report("mirror to disk", &to_disk, cp_rate, before);
+        let before = registries_cpu();
+        let to_registry = run(
             "registry to registry",
-            bytes,
-            Some(cp),
             &mut mirror(format!("docker://{}/round{round}", target.addr), round),
         );
+        report("registry to registry", &to_registry, cp_rate, before);
         for dir in [copy, disk] {
             std::fs::remove_dir_all(dir).unwrap();
         }

@@ -3,6 +3,7 @@
 //! Depends on nothing else in this crate.
 mod auth;
 pub mod create;
+mod download;
 pub mod layout;
 pub mod reference;
 pub mod registry;

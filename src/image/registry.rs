@@ -14,10 +14,8 @@ use oci_client::manifest::{OciDescriptor, OciImageManifest, OciManifest};
 use oci_client::secrets::RegistryAuth;
 use oci_client::{Client, Reference};
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
-use tokio_stream::StreamExt;
 
 /// How to reach registries.
 #[derive(Clone, Debug, Default)]
@@ -313,27 +311,13 @@ impl Registry {
         if self.cache.has_blob(&layer.digest) {
             return self.cache.blob_path(&layer.digest);
         }
-        // The stream checks the bytes against the digest as they arrive and fails at the end
-        // when they differ; only then is the file moved into the cache.
         let progress = progress_bar(layer);
-        let tmp = retry(what, || async {
-            let mut tmp = self
-                .cache
-                .temp_blob()
-                .map_err(|e| OciDistributionError::GenericError(Some(e)))?;
-            let mut stream = self.client.pull_blob_stream(r, layer).await?;
-            progress.set_position(0);
-            while let Some(chunk) = stream.next().await {
-                let chunk = chunk?;
-                tmp.write_all(&chunk)?;
-                progress.inc(chunk.len() as u64);
-            }
-            Ok(tmp)
-        })
-        .await;
+        let path = self
+            .download_blob(r, layer, &self.cache, &progress)
+            .await
+            .map_err(|e| format!("{what}: {}", e.message));
         progress.finish_and_clear();
-        let tmp = tmp?;
-        self.cache.adopt_verified_blob(&layer.digest, tmp)
+        path
     }
 
     /// Pushes a built image; returns its manifest digest.

@@ -32,7 +32,7 @@ pub struct RemoteError {
 }
 
 impl RemoteError {
-    fn from_oci(what: &str, e: &OciDistributionError) -> RemoteError {
+    pub(super) fn from_oci(what: &str, e: &OciDistributionError) -> RemoteError {
         RemoteError {
             message: format!("{what}: {}", describe(e)),
             transient: transient(e),

@@ -5,7 +5,8 @@
 //! - Blobs stream through: at most a few chunks of one are in memory.
 //! - Every blob is checked against its digest before the destination may commit it: the last
 //!   chunk is held back until the whole blob is verified, so a corrupt blob never lands.
-//! - Transient failures (connection reset, EOF, TLS, 5xx) cost a retry of that blob only.
+//! - Transient failures (connection reset, EOF, TLS, 5xx) cost a retry of that blob only;
+//!   a download into the archive continues where it stopped.
 //! - Manifests go last, children before their index, so an interrupted run leaves no image
 //!   whose blobs are missing, and a rerun copies only what is not there yet.
 use crate::image::Registry;
@@ -13,14 +14,14 @@ use crate::image::layout::Layout;
 use crate::image::remote::{BlobStream, MANIFEST_MEDIA_TYPES, RemoteError, is_digest_mismatch};
 use bytes::Bytes;
 use oci_client::Reference;
+use oci_client::manifest::OciDescriptor;
 use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::Write;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, ready};
 use std::time::{Duration, Instant};
-use tokio_stream::{Stream, StreamExt};
+use tokio_stream::Stream;
 
 /// Where an image is read from or written to.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -347,10 +348,29 @@ impl Copier {
         from: &Location,
         to: &Location,
     ) -> Result<(), String> {
+        let dest = match (from.reference(digest), to.reference(digest)) {
+            (_, Some(dest)) => dest,
+            (Some(source), None) => {
+                // Downloads retry, and resume where they stopped, on their own.
+                let descriptor = OciDescriptor {
+                    digest: digest.to_owned(),
+                    size: size as i64,
+                    ..Default::default()
+                };
+                let layout = self.layout().map_err(|e| e.message)?;
+                return self
+                    .registry
+                    .download_blob(&source, &descriptor, layout, &self.progress)
+                    .await
+                    .map(drop)
+                    .map_err(|e| e.message);
+            }
+            (None, None) => return Err(format!("blob {digest} is missing from the archive")),
+        };
         let mut delay = Duration::from_millis(200);
         for attempt in 1..=ATTEMPTS {
             let verdict = Arc::new(Mutex::new(None));
-            let outcome = self.transfer_once(digest, size, from, to, &verdict).await;
+            let outcome = self.upload_once(digest, size, from, &dest, &verdict).await;
             let corrupt = verdict.lock().map(|mut v| v.take()).unwrap_or_default();
             match (outcome, corrupt) {
                 (Ok(()), _) => return Ok(()),
@@ -368,12 +388,13 @@ impl Copier {
         unreachable!("the last attempt returns")
     }
 
-    async fn transfer_once(
+    /// Streams a blob into a registry, from another registry or from the archive.
+    async fn upload_once(
         &self,
         digest: &str,
         size: u64,
         from: &Location,
-        to: &Location,
+        dest: &Reference,
         verdict: &Arc<Mutex<Option<String>>>,
     ) -> Result<(), RemoteError> {
         let (source, hash_here) = match from.reference(digest) {
@@ -395,14 +416,9 @@ impl Copier {
             verdict: verdict.clone(),
             progress: self.progress.clone(),
         });
-        match to.reference(digest) {
-            Some(r) => {
-                self.registry
-                    .put_blob_stream(&r, digest, size, guarded)
-                    .await
-            }
-            None => write_blob(self.layout()?, digest, guarded).await,
-        }
+        self.registry
+            .put_blob_stream(dest, digest, size, guarded)
+            .await
     }
 
     async fn put_manifests(&self, job: &Job, tree: &Tree) -> Result<(), RemoteError> {
@@ -495,26 +511,6 @@ fn file_stream(path: std::path::PathBuf) -> BlobStream {
         }
     });
     Box::pin(tokio_stream::wrappers::ReceiverStream::new(rx))
-}
-
-/// Writes a blob into the layout; it becomes visible only once the stream ended cleanly
-/// (the stream itself verifies the bytes).
-async fn write_blob(
-    layout: &Layout,
-    digest: &str,
-    mut data: BlobStream,
-) -> Result<(), RemoteError> {
-    let mut tmp = layout.temp_blob().map_err(fatal)?;
-    while let Some(chunk) = data.next().await {
-        let chunk = chunk.map_err(|e| RemoteError {
-            message: format!("blob {digest}: {e}"),
-            transient: true,
-        })?;
-        tmp.write_all(&chunk)
-            .map_err(|e| fatal(format!("{}: {e}", tmp.path().display())))?;
-    }
-    layout.adopt_verified_blob(digest, tmp).map_err(fatal)?;
-    Ok(())
 }
 
 /// Passes a blob's bytes on, holding the last chunk back until the whole blob is known to
