@@ -238,14 +238,18 @@ fn yaml_document(doc: &[u8], first_line: usize) -> Raw {
         return Ok((first_line, Value::Null));
     };
     let line = first_line + skipped;
-    let fast = lift::lift(doc).and_then(|lifted| {
-        let mut value = parse_yaml(&lifted.text).ok()?;
-        lifted.restore(&mut value).then_some(value)
-    });
-    if let Some(value) = fast {
+    if let Some(value) = block::parse(doc) {
         return Ok((line, value));
     }
-    match parse_yaml(doc) {
+    // A document for libyaml: its long base64 scalars are kept away from it when possible.
+    let lifted = lift::lift(doc).and_then(|lifted| {
+        let mut value = libyaml(&lifted.text).ok()?;
+        lifted.restore(&mut value).then_some(value)
+    });
+    if let Some(value) = lifted {
+        return Ok((line, value));
+    }
+    match libyaml(doc) {
         Ok(value) => Ok((line, value)),
         Err(_) => Err(yaml_error(doc, first_line, line)),
     }
