@@ -11,7 +11,7 @@
 //!   stopped (an HTTP range request); a registry that ignores ranges sends the blob whole
 //!   and the download starts over.
 use super::layout::Layout;
-use super::registry::Registry;
+use super::registry::{Backoff, Registry};
 use super::remote::{RemoteError, is_digest_mismatch};
 use bytes::Bytes;
 use oci_client::Reference;
@@ -20,12 +20,9 @@ use oci_client::manifest::OciDescriptor;
 use sha2::{Digest, Sha256};
 use std::io::Write;
 use std::path::PathBuf;
-use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio_stream::StreamExt;
-
-const ATTEMPTS: u32 = 5;
 
 /// The thread takes the bytes in batches of at least this much (a socket read gives up to
 /// ~400 KiB): fewer wake-ups per MiB.
@@ -138,18 +135,14 @@ impl Registry {
         let digest = &descriptor.digest;
         let size = u64::try_from(descriptor.size).unwrap_or(0);
         let mut sink = None;
-        let mut delay = Duration::from_millis(200);
-        for attempt in 1..=ATTEMPTS {
+        let mut backoff = Backoff::new();
+        loop {
             match self
                 .download_once(r, descriptor, size, layout, &mut sink, progress)
                 .await
             {
                 Ok(()) => break,
-                Err(e) if e.transient && attempt < ATTEMPTS => {
-                    tracing::warn!("{} (attempt {attempt} of {ATTEMPTS}, retrying)", e.message);
-                    tokio::time::sleep(delay).await;
-                    delay *= 2;
-                }
+                Err(e) if e.transient && backoff.again(&e.message).await => {}
                 Err(e) => return Err(e),
             }
         }

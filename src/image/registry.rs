@@ -50,7 +50,40 @@ pub struct Registry {
     cache: Layout,
 }
 
-const ATTEMPTS: u32 = 5;
+/// How registry operations retry transient failures: five attempts in all, waiting 200 ms
+/// after the first failure and twice as long after each next one.
+pub(crate) struct Backoff {
+    attempt: u32,
+    delay: Duration,
+}
+
+impl Backoff {
+    const ATTEMPTS: u32 = 5;
+
+    pub(crate) fn new() -> Backoff {
+        Backoff {
+            attempt: 1,
+            delay: Duration::from_millis(200),
+        }
+    }
+
+    /// After a transient failure described by `message`: false when the attempts are used
+    /// up; otherwise says so, waits, and returns true for the next attempt.
+    pub(crate) async fn again(&mut self, message: &str) -> bool {
+        if self.attempt >= Self::ATTEMPTS {
+            return false;
+        }
+        tracing::warn!(
+            "{message} (attempt {} of {}, retrying)",
+            self.attempt,
+            Self::ATTEMPTS
+        );
+        tokio::time::sleep(self.delay).await;
+        self.delay *= 2;
+        self.attempt += 1;
+        true
+    }
+}
 
 /// Transient failures worth another try. A certificate the client does not trust is not one,
 /// though it shows up as a connection error.
@@ -123,22 +156,18 @@ where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Result<T, OciDistributionError>>,
 {
-    let mut delay = Duration::from_millis(200);
-    for attempt in 1..=ATTEMPTS {
+    let mut backoff = Backoff::new();
+    loop {
         match op().await {
             Ok(v) => return Ok(v),
-            Err(e) if attempt < ATTEMPTS && transient(&e) => {
-                tracing::warn!(
-                    "{what}: {} (attempt {attempt} of {ATTEMPTS}, retrying)",
-                    describe(&e)
-                );
-                tokio::time::sleep(delay).await;
-                delay *= 2;
+            Err(e) => {
+                let message = format!("{what}: {}", describe(&e));
+                if !(transient(&e) && backoff.again(&message).await) {
+                    return Err(message);
+                }
             }
-            Err(e) => return Err(format!("{what}: {}", describe(&e))),
         }
     }
-    unreachable!("the last attempt returns")
 }
 
 impl Registry {

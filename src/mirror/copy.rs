@@ -11,6 +11,7 @@
 //!   whose blobs are missing, and a rerun copies only what is not there yet.
 use crate::image::Registry;
 use crate::image::layout::Layout;
+use crate::image::registry::Backoff;
 use crate::image::remote::{BlobStream, MANIFEST_MEDIA_TYPES, RemoteError, is_digest_mismatch};
 use bytes::Bytes;
 use oci_client::Reference;
@@ -117,8 +118,6 @@ struct Tree {
     manifests: Vec<(String, Bytes, String)>,
     blobs: Vec<(String, u64)>,
 }
-
-const ATTEMPTS: u32 = 5;
 
 impl Copier {
     pub fn new(registry: Arc<Registry>, layout: Option<Arc<Layout>>, parallel: usize) -> Copier {
@@ -367,8 +366,8 @@ impl Copier {
             }
             (None, None) => return Err(format!("blob {digest} is missing from the archive")),
         };
-        let mut delay = Duration::from_millis(200);
-        for attempt in 1..=ATTEMPTS {
+        let mut backoff = Backoff::new();
+        loop {
             let verdict = Arc::new(Mutex::new(None));
             let outcome = self.upload_once(digest, size, from, &dest, &verdict).await;
             let corrupt = verdict.lock().map(|mut v| v.take()).unwrap_or_default();
@@ -377,15 +376,10 @@ impl Copier {
                 (Err(_), Some(why)) => {
                     return Err(format!("{why} (from {}); not copied", from.describe()));
                 }
-                (Err(e), None) if e.transient && attempt < ATTEMPTS => {
-                    tracing::warn!("{} (attempt {attempt} of {ATTEMPTS}, retrying)", e.message);
-                    tokio::time::sleep(delay).await;
-                    delay *= 2;
-                }
+                (Err(e), None) if e.transient && backoff.again(&e.message).await => {}
                 (Err(e), None) => return Err(e.message),
             }
         }
-        unreachable!("the last attempt returns")
     }
 
     /// Streams a blob into a registry, from another registry or from the archive.
@@ -467,18 +461,13 @@ where
     F: FnMut() -> Fut,
     Fut: Future<Output = Result<T, RemoteError>>,
 {
-    let mut delay = Duration::from_millis(200);
-    for attempt in 1..=ATTEMPTS {
+    let mut backoff = Backoff::new();
+    loop {
         match op().await {
-            Err(e) if e.transient && attempt < ATTEMPTS => {
-                tracing::warn!("{} (attempt {attempt} of {ATTEMPTS}, retrying)", e.message);
-                tokio::time::sleep(delay).await;
-                delay *= 2;
-            }
+            Err(e) if e.transient && backoff.again(&e.message).await => {}
             other => return other,
         }
     }
-    unreachable!("the last attempt returns")
 }
 
 /// A file's bytes in 1 MiB chunks, read on a blocking thread.
