@@ -1,53 +1,12 @@
 //! Start-up, readiness, reflection and shutdown of `serve`, as a CatalogSource pod needs them.
 mod common;
 
-use common::Server;
+use common::{Server, generated_catalog, write};
 use olm_registry::api::{GetPackageRequest, ListBundlesRequest};
 use std::io::Write;
 use std::path::Path;
 use tonic_health::pb::HealthCheckRequest;
 use tonic_health::pb::health_check_response::ServingStatus;
-
-fn write(path: &Path, text: &str) {
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    std::fs::write(path, text).unwrap();
-}
-
-/// A catalog of one package with `n` bundles in one channel, each bundle without an image and
-/// with a manifest of about `manifest_bytes`, so that ListBundles streams every manifest.
-pub fn generated_catalog(dir: &Path, n: usize, manifest_bytes: usize) {
-    use base64::Engine;
-    let mut out = String::new();
-    out.push_str(r#"{"schema":"olm.package","name":"big","defaultChannel":"stable"}"#);
-    let entries: Vec<String> = (0..n)
-        .map(|i| {
-            if i == 0 {
-                format!(r#"{{"name":"big.v{i}.0.0"}}"#)
-            } else {
-                format!(
-                    r#"{{"name":"big.v{i}.0.0","replaces":"big.v{}.0.0"}}"#,
-                    i - 1
-                )
-            }
-        })
-        .collect();
-    out.push_str(&format!(
-        r#"{{"schema":"olm.channel","name":"stable","package":"big","entries":[{}]}}"#,
-        entries.join(",")
-    ));
-    for i in 0..n {
-        let csv = format!(
-            r#"{{"apiVersion":"operators.coreos.com/v1alpha1","kind":"ClusterServiceVersion","metadata":{{"name":"big.v{i}.0.0"}},"spec":{{"description":"{}"}}}}"#,
-            "x".repeat(manifest_bytes)
-        );
-        let data = base64::engine::general_purpose::STANDARD.encode(csv);
-        out.push_str(&format!(
-            r#"{{"schema":"olm.bundle","name":"big.v{i}.0.0","package":"big","image":"","properties":[{{"type":"olm.package","value":{{"packageName":"big","version":"{i}.0.0"}}}},{{"type":"olm.bundle.object","value":{{"data":"{data}"}}}}]}}"#
-        ));
-        out.push('\n');
-    }
-    write(&dir.join("big/catalog.json"), &out);
-}
 
 async fn status(server: &Server) -> i32 {
     server

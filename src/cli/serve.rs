@@ -1,6 +1,6 @@
 use super::images::{ImageArgs, fetch_as_fbc};
 use crate::image::Registry;
-use crate::server;
+use crate::server::{self, Limits};
 use crate::store::cache::{self, CacheError, CacheOptions, Loaded, Outcome};
 use clap::Args;
 use std::net::SocketAddr;
@@ -54,7 +54,67 @@ pub struct ServeArgs {
     #[arg(long, default_value = "5m", value_parser = parse_duration)]
     resolution_catalog_ttl: Duration,
     #[command(flatten)]
+    limits: LimitArgs,
+    #[command(flatten)]
     image: ImageArgs,
+}
+
+/// Bounds on what one client can make the server hold; the defaults suit OLM, packageserver
+/// and grpcurl, and keep a misbehaving client from exhausting the pod.
+#[derive(Args)]
+#[command(next_help_heading = "Client limits")]
+struct LimitArgs {
+    /// Connections open at once; further ones wait in the listen backlog.
+    #[arg(long, default_value_t = Limits::default().max_connections)]
+    max_connections: usize,
+    /// Concurrent calls per connection (HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS); clients queue
+    /// further calls.
+    #[arg(long, default_value_t = Limits::default().max_streams_per_connection)]
+    max_streams_per_connection: u32,
+    /// A connection that has not sent its HTTP/2 preface by then is closed.
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    handshake_timeout: Duration,
+    /// A connection with no call in progress for this long is closed.
+    #[arg(long, default_value = "10m", value_parser = parse_duration)]
+    idle_timeout: Duration,
+    /// Answer bytes one connection's calls may hold before its client reads them; further
+    /// answers on it wait. Sizes take K, M or G (binary units).
+    #[arg(long, default_value = "16M", value_parser = parse_size)]
+    max_connection_buffer: u64,
+    /// The same, for all connections together.
+    #[arg(long, default_value = "256M", value_parser = parse_size)]
+    max_total_buffer: u64,
+    /// Largest request message accepted.
+    #[arg(long, default_value = "4M", value_parser = parse_size)]
+    max_request_size: u64,
+}
+
+impl LimitArgs {
+    fn limits(&self) -> Limits {
+        Limits {
+            max_connections: self.max_connections.max(1),
+            max_streams_per_connection: self.max_streams_per_connection.max(1),
+            handshake_timeout: self.handshake_timeout,
+            idle_timeout: self.idle_timeout,
+            connection_buffer: self.max_connection_buffer,
+            total_buffer: self.max_total_buffer,
+            max_request_bytes: usize::try_from(self.max_request_size).unwrap_or(usize::MAX),
+        }
+    }
+}
+
+fn parse_size(s: &str) -> Result<u64, String> {
+    let invalid = || format!("invalid size {s:?} (e.g. 4096, 512K, 16M, 1G)");
+    let (number, unit) = s.split_at(s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len()));
+    let n: u64 = number.parse().map_err(|_| invalid())?;
+    let shift = match unit.trim_end_matches("iB").trim_end_matches('i') {
+        "" | "B" => 0,
+        "K" | "k" => 10,
+        "M" => 20,
+        "G" => 30,
+        _ => return Err(invalid()),
+    };
+    n.checked_mul(1 << shift).ok_or_else(invalid)
 }
 
 fn parse_duration(s: &str) -> Result<Duration, String> {
@@ -81,8 +141,20 @@ pub fn run(args: ServeArgs, use_http: bool, skip_tls_verify: bool) -> i32 {
     }
 }
 
+/// Kubernetes keeps at most this much of a termination log.
+const TERMINATION_LOG_MAX: usize = 4096;
+
 fn write_termination_log(path: &Path, message: &str) {
-    if let Err(e) = std::fs::write(path, format!("{message}\n")) {
+    let mut text = format!("{message}\n");
+    if text.len() > TERMINATION_LOG_MAX {
+        let mut end = TERMINATION_LOG_MAX - "…\n".len();
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        text.truncate(end);
+        text.push_str("…\n");
+    }
+    if let Err(e) = std::fs::write(path, text) {
         warn!(
             "could not write the termination log {}: {e}",
             path.display()
@@ -148,6 +220,7 @@ fn serve(args: &ServeArgs, use_http: bool, skip_tls_verify: bool) -> Result<(), 
             load,
             args.shutdown_grace,
             args.resolution_catalog_ttl,
+            args.limits.limits(),
         )
         .await
         .map_err(|e| e.to_string())

@@ -142,14 +142,16 @@ pub fn from_store(store: Arc<Store>) -> Result<Catalog, String> {
                 .collect::<Result<Vec<api::Package>, _>>()?;
             let mut bundles = Vec::new();
             let mut failure = None;
-            query::list_bundles(conn, |bytes| match decode::<api::Bundle>(&bytes) {
-                Ok(b) => {
-                    bundles.push(b);
-                    true
-                }
-                Err(e) => {
-                    failure = Some(e);
-                    false
+            query::list_bundles(conn, i64::MIN, |_, bytes| {
+                match decode::<api::Bundle>(&bytes) {
+                    Ok(b) => {
+                        bundles.push(b);
+                        true
+                    }
+                    Err(e) => {
+                        failure = Some(e);
+                        false
+                    }
                 }
             })?;
             match failure {

@@ -1,11 +1,13 @@
 //! `api.ExperimentalRegistry` (registry-api.md §7): custom-schema documents by schema and
 //! package, only for callers that acknowledge the API is experimental.
-use super::catalog::Catalog;
+use super::catalog::{Catalog, bounded};
+use super::connection::Peer;
 use crate::api::server::experimental_registry_server::ExperimentalRegistry;
 use crate::api::{ExperimentalListPackageCustomSchemasRequest, RawMessage};
 use crate::store::ingest::is_simple_name;
 use crate::store::query;
 use std::pin::Pin;
+use std::sync::Arc;
 use tokio_stream::Stream;
 use tonic::{Request, Response, Status};
 
@@ -35,23 +37,27 @@ impl ExperimentalRegistry for ExperimentalService {
         if !acknowledged {
             return Ok(Response::new(Box::pin(tokio_stream::empty())));
         }
+        let peer = req.extensions().get::<Peer>().cloned();
         let r = req.into_inner();
         if r.schema.is_empty() {
             return Err(Status::invalid_argument("schema is required"));
         }
         for (what, value) in [("schema", &r.schema), ("packageName", &r.package_name)] {
             if !value.is_empty() && !is_simple_name(value) {
-                return Err(Status::invalid_argument(format!(
+                return Err(Status::invalid_argument(bounded(format!(
                     "invalid custom schema query: invalid {what} {}: must match ^[a-zA-Z0-9][a-zA-Z0-9._-]*$",
                     query::go_quote(value)
-                )));
+                ))));
             }
         }
         let rx = self
             .catalog
-            .stream(move |conn, send| {
-                query::custom_documents(conn, &r.schema, &r.package_name, send)
-            })
+            .stream(
+                peer,
+                Arc::new(move |conn, after, send| {
+                    query::custom_documents(conn, &r.schema, &r.package_name, after, send)
+                }),
+            )
             .await
             .map_err(|s| {
                 if s.code() == tonic::Code::Unknown {

@@ -6,12 +6,17 @@
 //! says NOT_SERVING until the index is open, and registry calls wait for it. SIGTERM or
 //! SIGINT stops accepting, lets in-flight calls and streams finish (up to a grace period)
 //! and returns.
+mod calls;
 mod catalog;
 pub mod catalogs;
+mod connection;
 mod experimental;
 mod health;
+mod limits;
 mod registry;
 mod resolution;
+
+pub use limits::Limits;
 
 use crate::api::resolution::server::resolution_server::ResolutionServer;
 use crate::api::server::experimental_registry_server::ExperimentalRegistryServer;
@@ -20,20 +25,28 @@ use crate::store::cache::{CacheError, Loaded};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::TcpListener;
-use tokio_stream::StreamExt;
-use tokio_stream::wrappers::TcpListenerStream;
 use tonic_health::pb::health_check_response::ServingStatus;
 use tonic_health::pb::health_server::HealthServer;
 use tracing::{error, info, warn};
 
+/// How often an open connection is pinged, and how long the answer may take before the
+/// connection is taken for dead (a peer that vanished without closing it).
+const KEEPALIVE_INTERVAL: Duration = Duration::from_secs(60);
+const KEEPALIVE_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// Largest header block a request may send.
+const MAX_HEADER_LIST_BYTES: u32 = 64 << 10;
+
 /// Serves on `listener` the catalog that `load` opens (on a blocking thread) until a
-/// termination signal. `catalog_ttl` bounds how long the resolution service keeps another
-/// server's catalog. An error means the catalog could not be loaded.
+/// termination signal, every client within `limits`. `catalog_ttl` bounds how long the
+/// resolution service keeps another server's catalog. An error means the catalog could not
+/// be loaded.
 pub async fn run<L>(
     listener: TcpListener,
     load: L,
     grace: Duration,
     catalog_ttl: Duration,
+    limits: Limits,
 ) -> Result<(), CacheError>
 where
     L: FnOnce() -> Result<Loaded, CacheError> + Send + 'static,
@@ -57,35 +70,38 @@ where
         .map_err(|e| CacheError::Io(format!("reflection: {e}")))?;
 
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let max_request = limits.max_request_bytes;
     let router = tonic::transport::Server::builder()
-        .tcp_nodelay(true)
+        .max_concurrent_streams(limits.max_streams_per_connection)
+        .http2_keepalive_interval(Some(KEEPALIVE_INTERVAL))
+        .http2_keepalive_timeout(Some(KEEPALIVE_TIMEOUT))
+        .http2_max_header_list_size(MAX_HEADER_LIST_BYTES)
+        .layer(calls::CallsLayer)
         .add_service(
             RegistryServer::new(registry::RegistryService {
                 catalog: catalog.clone(),
             })
+            .max_decoding_message_size(max_request)
             .max_encoding_message_size(usize::MAX),
         )
-        .add_service(ExperimentalRegistryServer::new(
-            experimental::ExperimentalService {
+        .add_service(
+            ExperimentalRegistryServer::new(experimental::ExperimentalService {
                 catalog: catalog.clone(),
-            },
-        ))
-        .add_service(ResolutionServer::new(resolution::ResolutionService {
-            catalog,
-            remote: Arc::new(catalogs::RemoteCatalogs::new(catalog_ttl)),
-            local: tokio::sync::Mutex::new(None),
-        }))
+            })
+            .max_decoding_message_size(max_request),
+        )
+        .add_service(
+            ResolutionServer::new(resolution::ResolutionService {
+                catalog,
+                remote: Arc::new(catalogs::RemoteCatalogs::new(catalog_ttl)),
+                local: tokio::sync::Mutex::new(None),
+            })
+            .max_decoding_message_size(max_request),
+        )
         .add_service(HealthServer::new(health))
         .add_service(reflection_v1)
         .add_service(reflection_v1alpha);
-    // The builder's tcp_nodelay applies only to listeners it binds itself; without it a small
-    // unary answer (headers, data, trailers) waits out the client's delayed ACK.
-    let incoming = TcpListenerStream::new(listener).map(|stream| {
-        if let Ok(s) = &stream {
-            let _ = s.set_nodelay(true);
-        }
-        stream
-    });
+    let incoming = connection::incoming(listener, Arc::new(limits));
     let mut server = tokio::spawn(router.serve_with_incoming_shutdown(incoming, async {
         let _ = stop_rx.await;
     }));

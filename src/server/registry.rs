@@ -1,5 +1,6 @@
 //! `api.Registry`: each RPC is a query on the index, run on a blocking thread.
 use super::catalog::Catalog;
+use super::connection::Peer;
 use crate::api::server::registry_server::Registry;
 use crate::api::{
     ChannelEntry, GetAllProvidersRequest, GetAllReplacementsRequest, GetBundleInChannelRequest,
@@ -7,7 +8,9 @@ use crate::api::{
     GetReplacementRequest, ListBundlesRequest, ListPackageRequest, PackageName, RawMessage,
 };
 use crate::store::query;
+use bytes::Bytes;
 use std::pin::Pin;
+use std::sync::Arc;
 use tokio_stream::Stream;
 use tonic::{Request, Response, Status};
 
@@ -21,6 +24,23 @@ pub struct RegistryService {
 /// error.
 fn computed<T: Send + 'static>(items: Vec<T>) -> Response<Streamed<T>> {
     Response::new(Box::pin(tokio_stream::iter(items.into_iter().map(Ok))))
+}
+
+fn peer<T>(req: &Request<T>) -> Option<Peer> {
+    req.extensions().get::<Peer>().cloned()
+}
+
+/// A bundle answer, its bytes held against the caller's connection until they are sent.
+async fn answer(peer: Option<Peer>, bundle: Bytes) -> Response<RawMessage> {
+    let reserved = match peer {
+        Some(peer) => Some(peer.reserve(bundle.len()).await),
+        None => None,
+    };
+    let mut response = Response::new(RawMessage(bundle));
+    if let Some(reserved) = reserved {
+        response.extensions_mut().insert(reserved);
+    }
+    response
 }
 
 #[tonic::async_trait]
@@ -59,24 +79,26 @@ impl Registry for RegistryService {
         &self,
         req: Request<GetBundleRequest>,
     ) -> Result<Response<RawMessage>, Status> {
+        let peer = peer(&req);
         let r = req.into_inner();
         let b = self
             .catalog
             .query(move |c| query::get_bundle(c, &r.pkg_name, &r.channel_name, &r.csv_name))
             .await?;
-        Ok(Response::new(RawMessage(b)))
+        Ok(answer(peer, b).await)
     }
 
     async fn get_bundle_for_channel(
         &self,
         req: Request<GetBundleInChannelRequest>,
     ) -> Result<Response<RawMessage>, Status> {
+        let peer = peer(&req);
         let r = req.into_inner();
         let b = self
             .catalog
             .query(move |c| query::get_bundle_for_channel(c, &r.pkg_name, &r.channel_name))
             .await?;
-        Ok(Response::new(RawMessage(b)))
+        Ok(answer(peer, b).await)
     }
 
     async fn get_channel_entries_that_replace(
@@ -95,6 +117,7 @@ impl Registry for RegistryService {
         &self,
         req: Request<GetReplacementRequest>,
     ) -> Result<Response<RawMessage>, Status> {
+        let peer = peer(&req);
         let r = req.into_inner();
         let b = self
             .catalog
@@ -102,7 +125,7 @@ impl Registry for RegistryService {
                 query::bundle_that_replaces(c, &r.csv_name, &r.pkg_name, &r.channel_name)
             })
             .await?;
-        Ok(Response::new(RawMessage(b)))
+        Ok(answer(peer, b).await)
     }
 
     async fn get_channel_entries_that_provide(
@@ -133,21 +156,25 @@ impl Registry for RegistryService {
         &self,
         req: Request<GetDefaultProviderRequest>,
     ) -> Result<Response<RawMessage>, Status> {
+        let peer = peer(&req);
         let r = req.into_inner();
         let b = self
             .catalog
             .query(move |c| query::default_bundle_that_provides(c, &r.group, &r.version, &r.kind))
             .await?;
-        Ok(Response::new(RawMessage(b)))
+        Ok(answer(peer, b).await)
     }
 
     async fn list_bundles(
         &self,
-        _: Request<ListBundlesRequest>,
+        req: Request<ListBundlesRequest>,
     ) -> Result<Response<Self::ListBundlesStream>, Status> {
         let rx = self
             .catalog
-            .stream(|conn, send| query::list_bundles(conn, send))
+            .stream(
+                peer(&req),
+                Arc::new(|conn, after, send| query::list_bundles(conn, after, send)),
+            )
             .await?;
         Ok(Response::new(Box::pin(rx)))
     }

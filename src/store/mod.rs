@@ -17,7 +17,7 @@ pub use query::QueryError;
 
 /// How many read connections serve requests at once. Each connection keeps a small page
 /// cache; more connections than cores only adds memory.
-const MAX_CONNECTIONS: usize = 4;
+pub const MAX_CONNECTIONS: usize = 4;
 
 /// Per-connection page cache, in KiB. Kept small so that memory stays flat however large the
 /// catalog is: the OS page cache does the real caching.

@@ -310,18 +310,25 @@ pub fn default_bundle_that_provides(
 
 /// Streams every per-channel bundle in (channel, package, name) order, with replaces and
 /// skips; manifests only for bundles without an image. Stops early when `send` says so.
-pub fn list_bundles(conn: &Connection, mut send: impl FnMut(Bytes) -> bool) -> Result<()> {
+/// Every bundle of every channel, in entry order, starting after entry `after`; `send` gets
+/// each entry's key and bundle and returns false to stop.
+pub fn list_bundles(
+    conn: &Connection,
+    after: i64,
+    mut send: impl FnMut(i64, Bytes) -> bool,
+) -> Result<()> {
     // Manifests of bundles with an image are not served here, so they are not even read.
     let sql = format!(
-        "SELECT {BUNDLE_COLUMNS}, b.has_image FROM entry e JOIN bundle b ON b.id = e.bundle_id
+        "SELECT {BUNDLE_COLUMNS}, b.has_image, e.id FROM entry e JOIN bundle b ON b.id = e.bundle_id
            LEFT JOIN manifest m ON m.id = b.manifest_id AND b.has_image = 0
+          WHERE e.id > ?1
           ORDER BY e.id"
     );
     let mut stmt = conn.prepare_cached(&sql)?;
-    let mut rows = stmt.query([])?;
+    let mut rows = stmt.query([after])?;
     while let Some(r) = rows.next()? {
         let has_image: bool = r.get(7)?;
-        if !send(bundle_from_row(r, true, !has_image)?) {
+        if !send(r.get(8)?, bundle_from_row(r, true, !has_image)?) {
             break;
         }
     }
@@ -329,19 +336,21 @@ pub fn list_bundles(conn: &Connection, mut send: impl FnMut(Bytes) -> bool) -> R
 }
 
 /// Every custom-schema document with exactly this schema and package ('' = no package),
-/// each an encoded google.protobuf.Struct.
+/// each an encoded google.protobuf.Struct, starting after document `after`; `send` gets each
+/// document's key and message and returns false to stop.
 pub fn custom_documents(
     conn: &Connection,
     schema: &str,
     package: &str,
-    mut send: impl FnMut(Bytes) -> bool,
+    after: i64,
+    mut send: impl FnMut(i64, Bytes) -> bool,
 ) -> Result<()> {
     let mut stmt = conn.prepare_cached(
-        "SELECT message FROM custom_doc WHERE schema = ?1 AND package = ?2 ORDER BY id",
+        "SELECT id, message FROM custom_doc WHERE schema = ?1 AND package = ?2 AND id > ?3 ORDER BY id",
     )?;
-    let mut rows = stmt.query([schema, package])?;
+    let mut rows = stmt.query(params![schema, package, after])?;
     while let Some(r) = rows.next()? {
-        if !send(Bytes::from(r.get::<_, Vec<u8>>(0)?)) {
+        if !send(r.get(0)?, Bytes::from(r.get::<_, Vec<u8>>(1)?)) {
             break;
         }
     }

@@ -52,9 +52,15 @@ pub struct Server {
 impl Server {
     /// Starts `serve <catalog>` with extra flags and waits until the port is bound.
     pub fn start(catalog: &Path, extra: &[&str]) -> Server {
+        Server::start_with(Command::new(BIN), catalog, extra)
+    }
+
+    /// The same, with `command` as the program (a wrapper that sets limits, say, and runs
+    /// its arguments).
+    pub fn start_with(mut command: Command, catalog: &Path, extra: &[&str]) -> Server {
         let dir = tempfile::tempdir().unwrap();
         let termination_log = dir.path().join("termination-log");
-        let mut child = Command::new(BIN)
+        let mut child = command
             .arg("serve")
             .arg(catalog)
             .args(["-p", "127.0.0.1:0", "-t"])
@@ -140,6 +146,13 @@ impl Server {
         .await;
         if result.is_err() {
             panic!("no {want:?} within {PATIENCE:?}; log:\n{}", self.log());
+        }
+    }
+
+    /// Waits until the log has a line containing `needle` (checked every 20 ms).
+    pub async fn wait_for_log(&self, needle: &str) {
+        while !self.log.lock().unwrap().iter().any(|l| l.contains(needle)) {
+            tokio::time::sleep(Duration::from_millis(20)).await;
         }
     }
 
@@ -242,4 +255,45 @@ pub fn bundle_objects(b: &olm_registry::catalog::Bundle) -> Vec<String> {
             other => panic!("{other:?}"),
         })
         .collect()
+}
+
+pub fn write(path: &Path, text: &str) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
+/// A catalog of one package with `n` bundles in one channel, each bundle without an image and
+/// with a manifest of about `manifest_bytes`, so that ListBundles streams every manifest.
+pub fn generated_catalog(dir: &Path, n: usize, manifest_bytes: usize) {
+    use base64::Engine;
+    let mut out = String::new();
+    out.push_str(r#"{"schema":"olm.package","name":"big","defaultChannel":"stable"}"#);
+    let entries: Vec<String> = (0..n)
+        .map(|i| {
+            if i == 0 {
+                format!(r#"{{"name":"big.v{i}.0.0"}}"#)
+            } else {
+                format!(
+                    r#"{{"name":"big.v{i}.0.0","replaces":"big.v{}.0.0"}}"#,
+                    i - 1
+                )
+            }
+        })
+        .collect();
+    out.push_str(&format!(
+        r#"{{"schema":"olm.channel","name":"stable","package":"big","entries":[{}]}}"#,
+        entries.join(",")
+    ));
+    for i in 0..n {
+        let csv = format!(
+            r#"{{"apiVersion":"operators.coreos.com/v1alpha1","kind":"ClusterServiceVersion","metadata":{{"name":"big.v{i}.0.0"}},"spec":{{"description":"{}"}}}}"#,
+            "x".repeat(manifest_bytes)
+        );
+        let data = base64::engine::general_purpose::STANDARD.encode(csv);
+        out.push_str(&format!(
+            r#"{{"schema":"olm.bundle","name":"big.v{i}.0.0","package":"big","image":"","properties":[{{"type":"olm.package","value":{{"packageName":"big","version":"{i}.0.0"}}}},{{"type":"olm.bundle.object","value":{{"data":"{data}"}}}}]}}"#
+        ));
+        out.push('\n');
+    }
+    write(&dir.join("big/catalog.json"), &out);
 }
