@@ -5,17 +5,13 @@
 //!
 //!   python3 ../shared/tools/gen_catalog.py --packages 400 --bundles 20 --seed 1 --out /tmp/synth-large
 //!   cargo bench --bench serve -- /tmp/synth-large [--callers 32] [--seconds 10] [--connections 4]
+#[path = "common/server.rs"]
+mod server;
+
 use olm_registry::api::registry_client::RegistryClient;
 use olm_registry::api::{GetBundleRequest, ListBundlesRequest};
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
-use tonic::transport::Channel;
-use tonic_health::pb::HealthCheckRequest;
-use tonic_health::pb::health_check_response::ServingStatus;
-use tonic_health::pb::health_client::HealthClient;
 
 struct Options {
     catalog: PathBuf,
@@ -54,93 +50,6 @@ fn options() -> Options {
     opts
 }
 
-struct Running {
-    child: Child,
-    addr: String,
-}
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn start(catalog: &Path, cache: &Path) -> Running {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_olm-registry"))
-        .arg("serve")
-        .arg(catalog)
-        .args(["-p", "127.0.0.1:0", "-t", "/dev/null", "--cache-dir"])
-        .arg(cache)
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start olm-registry");
-    let (tx, rx) = mpsc::channel();
-    let stderr = child.stderr.take().unwrap();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            if let Some(addr) = line.split("listening on ").nth(1) {
-                let _ = tx.send(addr.trim().to_owned());
-            }
-        }
-    });
-    let addr = rx
-        .recv_timeout(Duration::from_secs(60))
-        .expect("server address");
-    Running { child, addr }
-}
-
-/// CPU seconds (user + system) a process has used so far.
-fn cpu_seconds(pid: u32) -> f64 {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    // Fields after the command name, which is in parentheses and may hold spaces.
-    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
-    let fields: Vec<f64> = rest
-        .split_whitespace()
-        .map(|f| f.parse().unwrap_or(0.0))
-        .collect();
-    let ticks = fields.get(11).copied().unwrap_or(0.0) + fields.get(12).copied().unwrap_or(0.0);
-    ticks / 100.0
-}
-
-/// (VmHWM, VmRSS) of a process, in MiB.
-fn memory(pid: u32) -> (f64, f64) {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    let field = |name: &str| {
-        status
-            .lines()
-            .find(|l| l.starts_with(name))
-            .and_then(|l| l.split_whitespace().nth(1))
-            .and_then(|kb| kb.parse::<f64>().ok())
-            .map_or(0.0, |kb| kb / 1024.0)
-    };
-    (field("VmHWM:"), field("VmRSS:"))
-}
-
-async fn channel(addr: &str) -> Channel {
-    Channel::from_shared(format!("http://{addr}"))
-        .unwrap()
-        .connect()
-        .await
-        .unwrap()
-}
-
-async fn wait_serving(addr: &str) {
-    let mut health = HealthClient::new(channel(addr).await);
-    let mut updates = health
-        .watch(HealthCheckRequest {
-            service: String::new(),
-        })
-        .await
-        .unwrap()
-        .into_inner();
-    while let Some(u) = updates.message().await.unwrap() {
-        if u.status == ServingStatus::Serving as i32 {
-            return;
-        }
-    }
-}
-
 fn dir_size(path: &Path) -> u64 {
     std::fs::read_dir(path)
         .map(|entries| {
@@ -159,10 +68,6 @@ fn dir_size(path: &Path) -> u64 {
         .unwrap_or(0)
 }
 
-fn percentile(sorted: &[Duration], p: f64) -> Duration {
-    sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
-}
-
 #[tokio::main]
 async fn main() {
     let opts = options();
@@ -175,10 +80,10 @@ async fn main() {
 
     // Cold start: ingest into an empty cache directory.
     let t = Instant::now();
-    let server = start(&opts.catalog, cache.path());
-    wait_serving(&server.addr).await;
+    let server = server::start(&opts.catalog, cache.path(), &[]);
+    server::wait_serving(&server.addr).await;
     let cold = t.elapsed();
-    let (cold_peak, cold_rss) = memory(server.child.id());
+    let (cold_peak, cold_rss) = server::memory(server.child.id());
     println!(
         "cold start to SERVING: {:.2} s, peak RSS {cold_peak:.0} MiB, RSS after {cold_rss:.0} MiB",
         cold.as_secs_f64()
@@ -191,18 +96,18 @@ async fn main() {
 
     // Warm start: same catalog, same cache. The load below runs against this server.
     let t = Instant::now();
-    let server = start(&opts.catalog, cache.path());
-    wait_serving(&server.addr).await;
+    let server = server::start(&opts.catalog, cache.path(), &[]);
+    server::wait_serving(&server.addr).await;
     let warm = t.elapsed();
-    let (warm_peak, warm_rss) = memory(server.child.id());
+    let (warm_peak, warm_rss) = server::memory(server.child.id());
     println!(
         "warm start to SERVING: {:.3} s, peak RSS {warm_peak:.0} MiB, RSS {warm_rss:.0} MiB",
         warm.as_secs_f64()
     );
 
     // ListBundles, three times; the keys of the bundles feed the GetBundle load.
-    let mut client =
-        RegistryClient::new(channel(&server.addr).await).max_decoding_message_size(usize::MAX);
+    let mut client = RegistryClient::new(server::channel(&server.addr).await)
+        .max_decoding_message_size(usize::MAX);
     let mut keys = Vec::new();
     let mut best = Duration::MAX;
     for round in 0..3 {
@@ -228,7 +133,7 @@ async fn main() {
     // GetBundle from many concurrent callers over a few connections.
     let mut channels = Vec::new();
     for _ in 0..opts.connections {
-        channels.push(channel(&server.addr).await);
+        channels.push(server::channel(&server.addr).await);
     }
     let keys = std::sync::Arc::new(keys);
     let deadline = Instant::now() + Duration::from_secs(opts.seconds);
@@ -262,7 +167,7 @@ async fn main() {
         }));
     }
     let started = Instant::now();
-    let server_cpu = cpu_seconds(server.child.id());
+    let server_cpu = server::cpu_seconds(server.child.id());
     let mut latencies = Vec::new();
     let mut bytes = 0;
     for t in tasks {
@@ -271,16 +176,16 @@ async fn main() {
         bytes += b;
     }
     let elapsed = started.elapsed().as_secs_f64();
-    let server_cores = (cpu_seconds(server.child.id()) - server_cpu) / elapsed;
+    let server_cores = (server::cpu_seconds(server.child.id()) - server_cpu) / elapsed;
     latencies.sort();
     println!(
         "GetBundle x{} callers: {:.0} calls/s, p50 {:.2} ms, p99 {:.2} ms, {:.0} MiB/s of manifests, server used {server_cores:.2} cores",
         opts.callers,
         latencies.len() as f64 / elapsed,
-        percentile(&latencies, 0.50).as_secs_f64() * 1e3,
-        percentile(&latencies, 0.99).as_secs_f64() * 1e3,
+        server::percentile(&latencies, 0.50).as_secs_f64() * 1e3,
+        server::percentile(&latencies, 0.99).as_secs_f64() * 1e3,
         bytes as f64 / elapsed / 1048576.0
     );
-    let (peak, rss) = memory(server.child.id());
+    let (peak, rss) = server::memory(server.child.id());
     println!("serving after the load: peak RSS {peak:.0} MiB, RSS now {rss:.0} MiB");
 }
