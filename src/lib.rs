@@ -8,3 +8,4 @@ pub mod mirror;
 pub mod resolve;
 pub mod server;
 pub mod store;
+pub mod unfinished;

@@ -217,3 +217,175 @@ fn enforce_integrity_needs_a_cache_dir() {
         "--cache-dir must be specified with --cache-enforce-integrity\n"
     );
 }
+
+/// The packages of every bundle ListBundles streams, once each.
+async fn listed_packages(
+    mut client: olm_registry::api::registry_client::RegistryClient<tonic::transport::Channel>,
+) -> Vec<String> {
+    let stream = client
+        .list_bundles(olm_registry::api::ListBundlesRequest {})
+        .await
+        .unwrap()
+        .into_inner();
+    let mut names: Vec<String> = common::collect(stream)
+        .await
+        .into_iter()
+        .map(|b| b.package_name)
+        .collect();
+    names.sort();
+    names.dedup();
+    names
+}
+
+/// Two servers on one cache directory with different catalogs: the second rebuilds the index
+/// over the first's file, and each goes on answering from the catalog it loaded, however many
+/// of its connections are busy.
+#[tokio::test]
+async fn two_servers_sharing_a_cache_dir_each_serve_their_own_catalog() {
+    let first = tempfile::tempdir().unwrap();
+    common::generated_catalog(first.path(), 300, 20_000);
+    let second = example_copy();
+    let cache = tempfile::tempdir().unwrap();
+    let flags = ["--cache-dir", cache.path().to_str().unwrap()];
+    let a = Server::serving(first.path(), &flags).await;
+    let b = Server::serving(second.path(), &flags).await;
+    assert!(b.log().contains("cache requires rebuild"), "{}", b.log());
+
+    // Streams of megabytes each, all at once: every connection of a's pool gets used.
+    let mut calls = tokio::task::JoinSet::new();
+    for _ in 0..16 {
+        calls.spawn(listed_packages(a.client().await));
+    }
+    for names in calls.join_all().await {
+        assert_eq!(names, ["big"]);
+    }
+    assert_eq!(
+        listed_packages(b.client().await).await,
+        ["cache-operator", "queue-operator"]
+    );
+}
+
+/// A partial index that another process holds locked is an ingest in progress beside us, not
+/// the leftover of a killed one: it is left alone.
+#[test]
+fn a_partial_index_another_ingest_is_writing_is_left_alone() {
+    let catalog = example_copy();
+    let cache = tempfile::tempdir().unwrap();
+    let dir = cache.path().join("olm-registry.v1");
+    std::fs::create_dir_all(&dir).unwrap();
+    let (busy, stale) = (
+        dir.join(".index-busy.db.partial"),
+        dir.join(".index-stale.db.partial"),
+    );
+    std::fs::write(&busy, b"being written").unwrap();
+    std::fs::write(&stale, b"abandoned").unwrap();
+    let held = std::fs::File::open(&busy).unwrap();
+    held.try_lock().unwrap();
+    let (code, _, stderr) = run(&[
+        "serve",
+        catalog.path().to_str().unwrap(),
+        "-t",
+        "/dev/null",
+        "--cache-dir",
+        cache.path().to_str().unwrap(),
+        "--cache-only",
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(busy.exists() && !stale.exists(), "{stderr}");
+    assert!(
+        stderr.contains("another ingest is writing this partial index; leaving it"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("removed the partial index of an interrupted ingest"),
+        "{stderr}"
+    );
+    assert!(index_file(cache.path()).exists());
+}
+
+/// The binary, run with `dir` read-only: as root (who may write anywhere) in a mount
+/// namespace of its own where `dir` is a read-only bind mount — a read-only filesystem, as a
+/// pod's root filesystem is; otherwise with its write bits taken off. Returns the command
+/// and the error writing there gives.
+fn with_read_only(dir: &Path) -> (std::process::Command, &'static str) {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } == 0 {
+        let mut command = std::process::Command::new("unshare");
+        command
+            .args([
+                "-m",
+                "sh",
+                "-c",
+                r#"mount --bind -o ro "$0" "$0" && exec "$@""#,
+            ])
+            .arg(dir)
+            .arg(common::BIN);
+        (command, "Read-only file system (os error 30)")
+    } else {
+        use std::os::unix::fs::PermissionsExt;
+        for d in [dir.to_path_buf(), dir.join("olm-registry.v1")] {
+            if d.exists() {
+                std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o555)).unwrap();
+            }
+        }
+        (
+            std::process::Command::new(common::BIN),
+            "Permission denied (os error 13)",
+        )
+    }
+}
+
+/// A read-only root filesystem with an outdated cache in it: the server serves from a private
+/// index instead of crash-looping, and leaves the cache as it was.
+#[tokio::test]
+async fn a_stale_cache_on_a_read_only_directory_is_served_from_a_private_index() {
+    let catalog = example_copy();
+    let cache = tempfile::tempdir().unwrap();
+    serve_once(catalog.path(), cache.path()).await;
+    let built = std::fs::read(index_file(cache.path())).unwrap();
+    let file = catalog.path().join("cache-operator/catalog.yaml");
+    let text = std::fs::read_to_string(&file).unwrap();
+    std::fs::write(&file, format!("{text}\n# edited\n")).unwrap();
+
+    let (command, _) = with_read_only(cache.path());
+    let server = Server::start_with(
+        command,
+        catalog.path(),
+        &["--cache-dir", cache.path().to_str().unwrap()],
+    );
+    server
+        .wait_for_status(tonic_health::pb::health_check_response::ServingStatus::Serving)
+        .await;
+    assert_eq!(default_channel(&server, "queue-operator").await, "stable");
+    let log = server.log();
+    assert!(
+        log.contains("cache directory is not writable") && log.contains("using a private one"),
+        "{log}"
+    );
+    assert_eq!(std::fs::read(index_file(cache.path())).unwrap(), built);
+}
+
+/// `--cache-only` exists to fill the cache: when it cannot be written, that is a failure.
+#[test]
+fn cache_only_on_a_read_only_directory_fails() {
+    let catalog = example_copy();
+    let cache = tempfile::tempdir().unwrap();
+    let (mut command, why) = with_read_only(cache.path());
+    let out = command
+        .args(["serve", catalog.path().to_str().unwrap(), "-t", "/dev/null"])
+        .args([
+            "--cache-dir",
+            cache.path().to_str().unwrap(),
+            "--cache-only",
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    let expected = format!(
+        "cache directory {} is not writable: {why}",
+        cache.path().join("olm-registry.v1").display()
+    );
+    assert!(stderr.contains(&expected), "{expected}\n{stderr}");
+    assert!(!index_file(cache.path()).exists());
+}

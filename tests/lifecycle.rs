@@ -256,3 +256,92 @@ async fn sigint_on_an_idle_server_exits_zero() {
         server.log()
     );
 }
+
+/// Waits for the process to exit, failing the test if it is still running after `bound`: a
+/// stop that never comes is the bug, not a slow one.
+async fn exits_within(server: &mut Server, bound: std::time::Duration) -> std::process::ExitStatus {
+    match tokio::time::timeout(bound, server.wait()).await {
+        Ok(status) => status,
+        Err(_) => panic!(
+            "still running {bound:?} after the signal; log:\n{}",
+            server.log()
+        ),
+    }
+}
+
+/// SIGTERM while the catalog is being indexed: the process stops at once, and the partial
+/// index it was writing is gone.
+#[tokio::test]
+async fn sigterm_during_the_ingest_exits_and_leaves_no_partial_index() {
+    let dir = tempfile::tempdir().unwrap();
+    generated_catalog(dir.path(), 4000, 20_000);
+    let cache = tempfile::tempdir().unwrap();
+    let index_dir = cache.path().join("olm-registry.v1");
+    let mut server = Server::start(
+        dir.path(),
+        &[
+            "--cache-dir",
+            cache.path().to_str().unwrap(),
+            "--shutdown-grace",
+            "1s",
+        ],
+    );
+    let partial = || {
+        std::fs::read_dir(&index_dir)
+            .into_iter()
+            .flatten()
+            .filter_map(Result::ok)
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .find(|n| n.ends_with(".db.partial"))
+    };
+    let writing = tokio::time::timeout(std::time::Duration::from_secs(120), async {
+        loop {
+            if let Some(name) = partial() {
+                return name;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("no partial index appeared; log:\n{}", server.log()));
+    server.signal("TERM");
+    let status = exits_within(&mut server, std::time::Duration::from_secs(30)).await;
+    assert_eq!(status.code(), Some(0), "log:\n{}", server.log());
+    let log = server.log();
+    assert!(
+        log.contains("stopping before the catalog finished loading"),
+        "{log}"
+    );
+    assert!(log.contains("removed unfinished work"), "{log}");
+    assert_eq!(partial(), None, "{writing} was left behind");
+    assert!(!index_dir.join("index.db").exists());
+}
+
+/// SIGTERM while the catalog image is being pulled from a registry that never answers: the
+/// process does not wait for the pull.
+#[tokio::test]
+async fn sigterm_during_a_stuck_image_pull_exits() {
+    let registry = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let host = registry.local_addr().unwrap().to_string();
+    // Accepts connections and never says a word.
+    let _held = std::thread::spawn(move || {
+        let mut open = Vec::new();
+        for conn in registry.incoming() {
+            open.push(conn);
+        }
+    });
+    let image = format!("{host}/catalogs/stuck:v1");
+    let mut server = Server::start(
+        Path::new(&image),
+        &["--insecure-registry", &host, "--shutdown-grace", "1s"],
+    );
+    server.wait_for_log("pulling catalog image").await;
+    server.signal("TERM");
+    let status = exits_within(&mut server, std::time::Duration::from_secs(30)).await;
+    assert_eq!(status.code(), Some(0), "log:\n{}", server.log());
+    let log = server.log();
+    assert!(
+        log.contains("stopping before the catalog finished loading"),
+        "{log}"
+    );
+}

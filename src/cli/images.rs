@@ -4,6 +4,7 @@ use crate::bundle::render::render;
 use crate::bundle::sqlite;
 use crate::catalog::{self, DeclarativeConfig};
 use crate::image::{self, ClientOptions, ImageRef, Registry};
+use crate::unfinished::ScratchDir;
 use clap::Args;
 use std::io::Write;
 use std::path::PathBuf;
@@ -88,7 +89,7 @@ impl<'a> LazyRegistry<'a> {
 
 /// An image's content as a file-based catalog in a private directory (removed when dropped).
 pub struct UnpackedCatalog {
-    _dir: tempfile::TempDir,
+    _dir: ScratchDir,
     /// The FBC root.
     pub root: PathBuf,
 }
@@ -148,7 +149,7 @@ pub async fn fetch_as_fbc(registry: &Registry, reference: &str) -> Result<Unpack
 
 /// An image's file system in a private directory (removed when dropped), and its labels.
 pub struct Unpacked {
-    pub dir: tempfile::TempDir,
+    pub dir: ScratchDir,
     pub content: PathBuf,
     pub labels: std::collections::BTreeMap<String, String>,
 }
@@ -156,9 +157,7 @@ pub struct Unpacked {
 pub async fn pull_unpacked(registry: &Registry, reference: &str) -> Result<Unpacked, String> {
     let image_ref = ImageRef::parse(reference)?;
     let pulled = registry.pull(&image_ref).await?;
-    let dir = tempfile::Builder::new()
-        .prefix("olm-registry-image-")
-        .tempdir()
+    let dir = ScratchDir::new("olm-registry-image-")
         .map_err(|e| format!("creating a directory for {reference}: {e}"))?;
     let content = dir.path().join("image");
     image::unpack(&pulled, &content)?;

@@ -180,6 +180,7 @@ fn serve(args: &ServeArgs, use_http: bool, skip_tls_verify: bool) -> Result<(), 
     let source = Source::of(args, use_http, skip_tls_verify)?;
     let cache_dir = args.cache_dir.clone();
     let enforce_integrity = args.cache_enforce_integrity.unwrap_or(false);
+    let cache_only = args.cache_only;
     // Runs on a blocking thread once the port is bound (pulling an image can take a while).
     let load = move || -> Result<Loaded, CacheError> {
         // The unpacked image (if any) is kept only until it is indexed.
@@ -197,34 +198,47 @@ fn serve(args: &ServeArgs, use_http: bool, skip_tls_verify: bool) -> Result<(), 
             catalog: &catalog,
             cache_dir: cache_dir.as_deref(),
             enforce_integrity,
+            require_cache: cache_only,
         })
     };
-    if args.cache_only {
-        let loaded = runtime
-            .block_on(async { tokio::task::spawn_blocking(load).await })
-            .map_err(|e| e.to_string())?
-            .map_err(|e| e.to_string())?;
-        match loaded.outcome {
-            Outcome::Reused => info!("cache is up to date"),
-            Outcome::Built(_) => info!(cache = %loaded.store.path().display(), "cache built"),
-        }
-        return Ok(());
-    }
-
-    runtime.block_on(async {
-        let listener = bind(&args.port).await?;
-        let addr = listener.local_addr().map_err(|e| e.to_string())?;
-        info!("listening on {addr}");
-        server::run(
-            listener,
-            load,
-            args.shutdown_grace,
-            args.resolution_catalog_ttl,
-            args.limits.limits(),
-        )
-        .await
-        .map_err(|e| e.to_string())
-    })
+    let result = if args.cache_only {
+        runtime.block_on(async {
+            let shutdown = server::shutdown_signal();
+            tokio::select! {
+                loaded = tokio::task::spawn_blocking(load) => {
+                    let loaded = loaded.map_err(|e| e.to_string())?.map_err(|e| e.to_string())?;
+                    match loaded.outcome {
+                        Outcome::Reused => info!("cache is up to date"),
+                        Outcome::Built(_) => info!(cache = %loaded.store.path().display(), "cache built"),
+                    }
+                    Ok(())
+                }
+                _ = shutdown => Err("stopped before the cache was built".to_owned()),
+            }
+        })
+    } else {
+        runtime.block_on(async {
+            let shutdown = server::shutdown_signal();
+            let listener = bind(&args.port).await?;
+            let addr = listener.local_addr().map_err(|e| e.to_string())?;
+            info!("listening on {addr}");
+            server::run(
+                listener,
+                load,
+                shutdown,
+                args.shutdown_grace,
+                args.resolution_catalog_ttl,
+                args.limits.limits(),
+            )
+            .await
+            .map_err(|e| e.to_string())
+        })
+    };
+    // A load still running after a stop is abandoned rather than waited for (it may be stuck
+    // reading a file or a registry); what it was writing goes with it.
+    crate::unfinished::remove_all();
+    runtime.shutdown_background();
+    result
 }
 
 /// What `serve` was pointed at.

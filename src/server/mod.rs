@@ -37,13 +37,14 @@ const KEEPALIVE_TIMEOUT: Duration = Duration::from_secs(20);
 /// Largest header block a request may send.
 const MAX_HEADER_LIST_BYTES: u32 = 64 << 10;
 
-/// Serves on `listener` the catalog that `load` opens (on a blocking thread) until a
-/// termination signal, every client within `limits`. `catalog_ttl` bounds how long the
+/// Serves on `listener` the catalog that `load` opens (on a blocking thread) until
+/// `shutdown` resolves (see `shutdown_signal`), every client within `limits`. `catalog_ttl` bounds how long the
 /// resolution service keeps another server's catalog. An error means the catalog could not
 /// be loaded.
 pub async fn run<L>(
     listener: TcpListener,
     load: L,
+    shutdown: impl std::future::Future<Output = ()>,
     grace: Duration,
     catalog_ttl: Duration,
     limits: Limits,
@@ -106,10 +107,10 @@ where
         let _ = stop_rx.await;
     }));
 
+    let signal = shutdown;
+    tokio::pin!(signal);
     let mut loading = tokio::task::spawn_blocking(load);
     let mut _scratch = None;
-    let signal = shutdown_signal();
-    tokio::pin!(signal);
     tokio::select! {
         loaded = &mut loading => {
             let Loaded { store, scratch, .. } =
@@ -149,25 +150,25 @@ where
     Ok(())
 }
 
-async fn shutdown_signal() {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{SignalKind, signal};
-        match signal(SignalKind::terminate()) {
-            Ok(mut term) => {
+/// Resolves on SIGTERM or SIGINT. The handlers are installed by the call itself, not when
+/// the future is first polled, so that a signal sent as soon as the process says it is
+/// listening (or loading) is never met by the default action, which kills without cleanup.
+pub fn shutdown_signal() -> impl std::future::Future<Output = ()> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let term = signal(SignalKind::terminate());
+    let int = signal(SignalKind::interrupt());
+    async move {
+        match (term, int) {
+            (Ok(mut term), Ok(mut int)) => {
                 tokio::select! {
                     _ = term.recv() => info!("received SIGTERM"),
-                    _ = tokio::signal::ctrl_c() => info!("received SIGINT"),
+                    _ = int.recv() => info!("received SIGINT"),
                 }
             }
-            Err(e) => {
-                warn!("cannot listen for SIGTERM ({e}); stopping on SIGINT only");
-                let _ = tokio::signal::ctrl_c().await;
+            (Err(e), _) | (_, Err(e)) => {
+                warn!("cannot listen for SIGTERM/SIGINT ({e}); only a kill stops this process");
+                std::future::pending::<()>().await;
             }
         }
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = tokio::signal::ctrl_c().await;
     }
 }

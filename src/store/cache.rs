@@ -55,6 +55,9 @@ pub struct CacheOptions<'a> {
     pub cache_dir: Option<&'a Path>,
     /// Refuse a missing or stale cache instead of rebuilding it.
     pub enforce_integrity: bool,
+    /// The cache directory is the point (`--cache-only`): when it cannot be written, fail
+    /// instead of building in a private directory that is thrown away.
+    pub require_cache: bool,
 }
 
 /// Opens the index for a catalog, building it when there is no usable one.
@@ -100,11 +103,18 @@ pub fn open_or_build(opts: &CacheOptions<'_>) -> Result<Loaded, CacheError> {
             }
         }
     }
-    match std::fs::create_dir_all(index.parent().unwrap_or(cache_dir)) {
-        Ok(()) => {
-            remove_partial_indexes(index.parent().unwrap_or(cache_dir));
+    let dir = index.parent().unwrap_or(cache_dir);
+    match std::fs::create_dir_all(dir).and_then(|()| tempfile::tempfile_in(dir)) {
+        Ok(_probe) => {
+            remove_partial_indexes(dir);
             build(opts.catalog, &index, &digest, None)
         }
+        Err(e) if opts.require_cache => Err(CacheError::Io(format!(
+            "cache directory {} is not writable: {e}",
+            dir.display()
+        ))),
+        // A read-only root filesystem with an outdated cache baked into the image: serving
+        // from a private index beats a crash loop.
         Err(e) => {
             warn!(cache = %cache_dir.display(), "cache directory is not writable ({e}); using a private one");
             build_in_scratch(opts.catalog, &digest)
@@ -150,6 +160,8 @@ fn build(
 }
 
 /// An ingest that was killed (SIGKILL, OOM) cannot remove its partial file; the next one does.
+/// A partial file still locked belongs to an ingest running beside us on the same cache
+/// directory, and is left alone.
 fn remove_partial_indexes(dir: &Path) {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
@@ -157,6 +169,11 @@ fn remove_partial_indexes(dir: &Path) {
     for entry in entries.filter_map(Result::ok) {
         let name = entry.file_name().to_string_lossy().into_owned();
         if name.starts_with(PARTIAL_PREFIX) && name.ends_with(PARTIAL_SUFFIX) {
+            let abandoned = std::fs::File::open(entry.path()).is_ok_and(|f| f.try_lock().is_ok());
+            if !abandoned {
+                info!(file = %entry.path().display(), "another ingest is writing this partial index; leaving it");
+                continue;
+            }
             match std::fs::remove_file(entry.path()) {
                 Ok(()) => {
                     warn!(file = %entry.path().display(), "removed the partial index of an interrupted ingest")

@@ -73,7 +73,8 @@ enum Parsed {
 
 type FileResult = Result<(u64, Vec<Parsed>), Vec<LoadError>>;
 
-/// The name of the file an ingest writes before renaming it into place: `.index-*.db.partial`.
+/// The name of the file an ingest writes before renaming it into place: `.index-*.db.partial`,
+/// locked (`flock`) by the process writing it.
 pub const PARTIAL_PREFIX: &str = ".index-";
 pub const PARTIAL_SUFFIX: &str = ".db.partial";
 
@@ -87,6 +88,12 @@ pub fn build_index(catalog: &Path, target: &Path, digest: &str) -> Result<Summar
         .suffix(PARTIAL_SUFFIX)
         .tempfile_in(dir)
         .map_err(|e| IngestError::Storage(format!("{}: {e}", dir.display())))?;
+    // Held until the file is renamed or removed: a start beside us (same cache directory)
+    // tells our partial index from the leftover of a killed ingest by this lock.
+    tmp.as_file()
+        .try_lock()
+        .map_err(|e| IngestError::Storage(format!("locking {}: {e}", tmp.path().display())))?;
+    let _unfinished = crate::unfinished::track(tmp.path());
     let mut summary = {
         let mut conn = Connection::open(tmp.path())?;
         conn.execute_batch(

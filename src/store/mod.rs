@@ -16,7 +16,7 @@ use std::sync::{Condvar, Mutex};
 pub use query::QueryError;
 
 /// How many read connections serve requests at once. Each connection keeps a small page
-/// cache; more connections than cores only adds memory.
+/// cache (filled only as it is used); more connections than cores only adds memory.
 pub const MAX_CONNECTIONS: usize = 4;
 
 /// Per-connection page cache, in KiB. Kept small so that memory stays flat however large the
@@ -27,13 +27,9 @@ const PAGE_CACHE_KIB: i64 = 2048;
 pub struct Store {
     path: PathBuf,
     digest: String,
-    idle: Mutex<Pool>,
+    /// Connections not in use; all `MAX_CONNECTIONS` are opened with the store.
+    idle: Mutex<Vec<Connection>>,
     returned: Condvar,
-}
-
-struct Pool {
-    connections: Vec<Connection>,
-    open: usize,
 }
 
 #[derive(Debug)]
@@ -51,48 +47,34 @@ impl Store {
     /// Opens an index and checks that it is complete and of the current format; anything
     /// else (a foreign file, a truncated or corrupt one, an older schema) is an error, and
     /// the caller rebuilds.
+    ///
+    /// Another server sharing the cache directory may rename a new index over `path` at any
+    /// moment. Every connection must read the file that was checked, so all of them are
+    /// opened here and the path is checked to name the same file before and after; a file
+    /// replaced in between is opened again.
     pub fn open(path: &Path) -> Result<Store, OpenError> {
         let fail = |e: &dyn std::fmt::Display| OpenError(format!("{}: {e}", path.display()));
-        if !path.is_file() {
-            return Err(OpenError(format!("{}: no such index file", path.display())));
+        for _ in 0..3 {
+            let before = identity(path).map_err(|e| match e.kind() {
+                std::io::ErrorKind::NotFound => fail(&"no such index file"),
+                _ => fail(&e),
+            })?;
+            let connections = (0..MAX_CONNECTIONS)
+                .map(|_| open_read_only(path))
+                .collect::<rusqlite::Result<Vec<_>>>()
+                .map_err(|e| fail(&e))?;
+            if identity(path).map_err(|e| fail(&e))? != before {
+                continue;
+            }
+            let digest = check(&connections[0], before.2).map_err(|e| fail(&e))?;
+            return Ok(Store {
+                path: path.to_owned(),
+                digest,
+                idle: Mutex::new(connections),
+                returned: Condvar::new(),
+            });
         }
-        let conn = open_read_only(path).map_err(|e| fail(&e))?;
-        let version = schema::version(&conn).map_err(|e| fail(&e))?;
-        if version != schema::CURRENT_VERSION {
-            return Err(fail(&format!(
-                "index schema version {version}, expected {}",
-                schema::CURRENT_VERSION
-            )));
-        }
-        // A truncated file opens fine; make SQLite read its last page to notice.
-        let (pages, size): (i64, i64) = conn
-            .query_row(
-                "SELECT (SELECT page_count FROM pragma_page_count), (SELECT page_size FROM pragma_page_size)",
-                [],
-                |r| Ok((r.get(0)?, r.get(1)?)),
-            )
-            .map_err(|e| fail(&e))?;
-        let file_len = std::fs::metadata(path).map_err(|e| fail(&e))?.len() as i64;
-        if pages * size != file_len {
-            return Err(fail(&format!(
-                "index file is {file_len} bytes but its header says {}",
-                pages * size
-            )));
-        }
-        let digest: String = conn
-            .query_row("SELECT value FROM info WHERE key = 'digest'", [], |r| {
-                r.get(0)
-            })
-            .map_err(|e| fail(&e))?;
-        Ok(Store {
-            path: path.to_owned(),
-            digest,
-            idle: Mutex::new(Pool {
-                connections: vec![conn],
-                open: 1,
-            }),
-            returned: Condvar::new(),
-        })
+        Err(fail(&"the index kept being replaced while it was opened"))
     }
 
     pub fn path(&self) -> &Path {
@@ -110,32 +92,61 @@ impl Store {
         &self,
         f: impl FnOnce(&Connection) -> Result<T, QueryError>,
     ) -> Result<T, QueryError> {
-        let conn = self.take()?;
+        let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
+        let conn = loop {
+            match idle.pop() {
+                Some(conn) => break conn,
+                None => idle = self.returned.wait(idle).unwrap_or_else(|p| p.into_inner()),
+            }
+        };
+        drop(idle);
         let result = f(&conn);
-        let mut pool = self.idle.lock().unwrap_or_else(|p| p.into_inner());
-        pool.connections.push(conn);
-        drop(pool);
+        self.idle
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(conn);
         self.returned.notify_one();
         result
     }
+}
 
-    fn take(&self) -> Result<Connection, QueryError> {
-        let mut pool = self.idle.lock().unwrap_or_else(|p| p.into_inner());
-        loop {
-            if let Some(conn) = pool.connections.pop() {
-                return Ok(conn);
-            }
-            if pool.open < MAX_CONNECTIONS {
-                pool.open += 1;
-                drop(pool);
-                return open_read_only(&self.path).map_err(|e| {
-                    self.idle.lock().unwrap_or_else(|p| p.into_inner()).open -= 1;
-                    QueryError::from(e)
-                });
-            }
-            pool = self.returned.wait(pool).unwrap_or_else(|p| p.into_inner());
-        }
+/// Which file a path names (device, inode) and its length.
+fn identity(path: &Path) -> std::io::Result<(u64, u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = std::fs::metadata(path)?;
+    if !meta.is_file() {
+        return Err(std::io::Error::other("not a regular file"));
     }
+    Ok((meta.dev(), meta.ino(), meta.len()))
+}
+
+/// Checks an opened index of `file_len` bytes, returning the digest it records.
+fn check(conn: &Connection, file_len: u64) -> Result<String, String> {
+    let version = schema::version(conn).map_err(|e| e.to_string())?;
+    if version != schema::CURRENT_VERSION {
+        return Err(format!(
+            "index schema version {version}, expected {}",
+            schema::CURRENT_VERSION
+        ));
+    }
+    // A truncated file opens fine; make SQLite read its last page to notice.
+    let (pages, size): (i64, i64) = conn
+        .query_row(
+            "SELECT (SELECT page_count FROM pragma_page_count), (SELECT page_size FROM pragma_page_size)",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .map_err(|e| e.to_string())?;
+    if pages * size != file_len as i64 {
+        return Err(format!(
+            "index file is {file_len} bytes but its header says {}",
+            pages * size
+        ));
+    }
+    conn.query_row("SELECT value FROM info WHERE key = 'digest'", [], |r| {
+        r.get(0)
+    })
+    .map_err(|e| e.to_string())
 }
 
 /// Opens an index for serving. The file never changes once built (a rebuild writes a new
