@@ -65,6 +65,9 @@ struct Keys {
     /// (package, channel, replaced csv)
     replaced: Vec<(String, String, String)>,
     gvks: Vec<(String, String, String)>,
+    /// The GVKs some channel head provides: the others have no latest provider, and asking
+    /// for one is an error by design.
+    latest_gvks: Vec<(String, String, String)>,
 }
 
 async fn keys(client: &mut Client) -> Keys {
@@ -78,6 +81,7 @@ async fn keys(client: &mut Client) -> Keys {
         bundles: Vec::new(),
         replaced: Vec::new(),
         gvks: Vec::new(),
+        latest_gvks: Vec::new(),
     };
     while let Some(b) = stream.message().await.unwrap() {
         if !b.replaces.is_empty() {
@@ -104,6 +108,20 @@ async fn keys(client: &mut Client) -> Keys {
     }
     keys.gvks.sort();
     keys.gvks.dedup();
+    for (group, version, kind) in &keys.gvks {
+        let latest = client
+            .get_latest_channel_entries_that_provide(GetLatestProvidersRequest {
+                group: group.clone(),
+                version: version.clone(),
+                kind: kind.clone(),
+                plural: String::new(),
+            })
+            .await;
+        if latest.is_ok() {
+            keys.latest_gvks
+                .push((group.clone(), version.clone(), kind.clone()));
+        }
+    }
     keys
 }
 
@@ -172,8 +190,14 @@ async fn call(client: &mut Client, keys: &Keys, n: usize) -> Result<bool, tonic:
             }
         }
         _ => {
-            let (group, version, kind) = keys.gvks[pick(keys.gvks.len())].clone();
-            let mut s = if n % 16 < 8 {
+            let latest = n % 16 >= 8;
+            let gvks = if latest {
+                &keys.latest_gvks
+            } else {
+                &keys.gvks
+            };
+            let (group, version, kind) = gvks[pick(gvks.len())].clone();
+            let mut s = if !latest {
                 client
                     .get_channel_entries_that_provide(GetAllProvidersRequest {
                         group,
