@@ -338,67 +338,171 @@ fn layout_with_layer(dir: &Path, layer: Vec<u8>) -> String {
     format!("oci:{}:bad", dir.display())
 }
 
-/// A tar entry with a raw name (and link target), so that hostile layers can be made.
-fn hostile_layer(name: &str, link: Option<&str>) -> Vec<u8> {
+/// One raw tar entry of a hostile layer.
+enum Entry<'a> {
+    File(&'a str, &'a [u8]),
+    Symlink(&'a str, &'a str),
+    HardLink(&'a str, &'a str),
+}
+
+/// A tar stream with raw names and link targets, so that hostile layers can be made.
+fn hostile_layer(entries: &[Entry]) -> Vec<u8> {
     let mut tar = tar::Builder::new(Vec::new());
-    let mut h = tar::Header::new_gnu();
-    h.as_old_mut().name[..name.len()].copy_from_slice(name.as_bytes());
-    h.set_mode(0o644);
-    match link {
-        Some(target) => {
-            h.set_entry_type(tar::EntryType::Symlink);
-            h.as_old_mut().linkname[..target.len()].copy_from_slice(target.as_bytes());
-            h.set_size(0);
-            h.set_cksum();
-            tar.append(&h, std::io::empty()).unwrap();
-        }
-        None => {
-            h.set_entry_type(tar::EntryType::Regular);
-            h.set_size(4);
-            h.set_cksum();
-            tar.append(&h, &b"evil"[..]).unwrap();
-        }
+    for entry in entries {
+        let (name, kind, target, data): (&str, _, &str, &[u8]) = match entry {
+            Entry::File(name, data) => (name, tar::EntryType::Regular, "", data),
+            Entry::Symlink(name, target) => (name, tar::EntryType::Symlink, target, b""),
+            Entry::HardLink(name, target) => (name, tar::EntryType::Link, target, b""),
+        };
+        let mut h = tar::Header::new_gnu();
+        h.as_old_mut().name[..name.len()].copy_from_slice(name.as_bytes());
+        h.as_old_mut().linkname[..target.len()].copy_from_slice(target.as_bytes());
+        h.set_mode(0o644);
+        h.set_entry_type(kind);
+        h.set_size(data.len() as u64);
+        h.set_cksum();
+        tar.append(&h, data).unwrap();
     }
     tar.into_inner().unwrap()
+}
+
+/// The image digest an unpacking error names (the manifest's; the test checks the layer's).
+fn unpacked_image(stderr: &str) -> &str {
+    stderr
+        .strip_prefix("error: unpacking ")
+        .and_then(|rest| rest.split(": ").next())
+        .unwrap_or_default()
+}
+
+/// `render REFERENCE` with a private cache: (exit code, stdout, stderr).
+fn render_image(reference: &str, cache: &Path) -> (i32, String, String) {
+    run(&[
+        "render",
+        reference,
+        "--image-cache-dir",
+        cache.to_str().unwrap(),
+    ])
 }
 
 #[test]
 fn hostile_layers_are_refused_and_write_nothing_outside() {
     let work = tempfile::tempdir().unwrap();
     let cache = work.path().join("cache");
-    for (n, (name, link, message)) in [
+    let cases: [(&[Entry], &str); 4] = [
         (
-            "../../escaped",
-            None,
+            &[Entry::File("../../escaped", b"evil")],
             "../../escaped: path leaves the image",
         ),
         (
-            "configs/link",
-            Some("../../../../etc"),
-            "configs/link: symlink to ../../../../etc escapes the image",
+            &[Entry::HardLink("configs/h.json", "/etc/passwd")],
+            "configs/h.json: hard link to /etc/passwd, which is not a regular file of the image",
         ),
-    ]
-    .into_iter()
-    .enumerate()
-    {
-        let reference = layout_with_layer(
-            &work.path().join(format!("layout{n}")),
-            hostile_layer(name, link),
-        );
-        let (code, stdout, stderr) = run(&[
-            "render",
-            &reference,
-            "--image-cache-dir",
-            cache.to_str().unwrap(),
-        ]);
+        (
+            &[
+                Entry::Symlink("configs/d", "/etc"),
+                Entry::File("configs/d/x.json", b"{}"),
+            ],
+            "configs/d/x.json: writes through a symlink",
+        ),
+        (
+            &[Entry::File("configs/.wh...", b"")],
+            "configs/.wh...: whiteout of \"..\" is not a file name",
+        ),
+    ];
+    for (n, (entries, message)) in cases.into_iter().enumerate() {
+        let layer = hostile_layer(entries);
+        let reference = layout_with_layer(&work.path().join(format!("layout{n}")), layer.clone());
+        let (code, stdout, stderr) = render_image(&reference, &cache);
         assert_eq!((code, stdout.as_str()), (1, ""));
-        assert!(
-            stderr.starts_with("error: unpacking sha256:") && stderr.trim_end().ends_with(message),
-            "{stderr}"
+        assert_eq!(
+            stderr,
+            format!(
+                "error: unpacking {}: layer {}: {message}\n",
+                unpacked_image(&stderr),
+                olm_registry::image::layout::digest_of(&layer)
+            )
         );
     }
     assert!(!work.path().join("escaped").exists());
     assert!(!std::env::temp_dir().join("escaped").exists());
+}
+
+/// The issue's image: `configs/` links to a file of the host and to /dev/zero. The links are
+/// rewritten to count from the image root, where neither exists, so render serves neither
+/// (and does not read /dev/zero until memory runs out).
+#[test]
+fn absolute_symlinks_in_an_image_stay_inside_it() {
+    let work = tempfile::tempdir().unwrap();
+    let host_file = work.path().join("host.json");
+    std::fs::write(
+        &host_file,
+        r#"{"schema":"olm.package","name":"host-secret"}"#,
+    )
+    .unwrap();
+    let package = br#"{"schema":"olm.package","name":"mine"}"#;
+    let layer = hostile_layer(&[
+        Entry::File("configs/mine/catalog.json", package),
+        Entry::Symlink("configs/p/x.json", host_file.to_str().unwrap()),
+        Entry::Symlink("configs/p/zero.json", "/dev/zero"),
+        // Through a link to the root and up: still the image root.
+        Entry::Symlink("top", "/"),
+        Entry::Symlink("configs/p/up.json", "../../top/../../../../dev/zero"),
+    ]);
+    let reference = layout_with_layer(&work.path().join("layout"), layer);
+    let (code, stdout, stderr) = render_image(&reference, &work.path().join("cache"));
+    assert_eq!((code, stdout.as_str()), (1, ""), "{stderr}");
+    // The catalog loader's words are its own; what matters is that each link led nowhere.
+    let mut unreadable: Vec<&str> = stderr
+        .lines()
+        .filter_map(|l| l.trim_start().split_once(": ").map(|(file, _)| file))
+        .filter(|file| file.starts_with("p/"))
+        .collect();
+    unreadable.sort();
+    assert_eq!(
+        unreadable,
+        ["p/up.json", "p/x.json", "p/zero.json"],
+        "{stderr}"
+    );
+    assert!(!stderr.contains("host-secret"), "{stderr}");
+}
+
+/// A 2 MB layer must not write gigabytes: 100 MiB of zeros, gzipped to about 100 KiB, stops
+/// once it has expanded 100 times and past 64 MiB (the defaults).
+#[test]
+fn a_layer_that_expands_too_far_is_refused() {
+    use std::io::Write;
+    let work = tempfile::tempdir().unwrap();
+    let mut tar = Vec::new();
+    let mut header = tar::Header::new_gnu();
+    header.set_path("configs/zeros.json").unwrap();
+    header.set_size(100 << 20);
+    header.set_mode(0o644);
+    header.set_cksum();
+    tar.extend_from_slice(header.as_bytes());
+    tar.resize(tar.len() + (100 << 20) + 1024, 0);
+    // The system gzip: a debug build of our compressor would take seconds for this.
+    let mut gzip = std::process::Command::new("gzip")
+        .arg("-9")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("gzip");
+    let mut stdin = gzip.stdin.take().unwrap();
+    let writer = std::thread::spawn(move || stdin.write_all(&tar).unwrap());
+    let layer = gzip.wait_with_output().unwrap().stdout;
+    writer.join().unwrap();
+    assert!(layer.len() < 2 << 20, "{}", layer.len());
+    let reference = layout_with_layer(&work.path().join("layout"), layer.clone());
+    let (code, stdout, stderr) = render_image(&reference, &work.path().join("cache"));
+    assert_eq!((code, stdout.as_str()), (1, ""));
+    assert_eq!(
+        stderr,
+        format!(
+            "error: unpacking {}: layer {}: layer expands to more than 100 times its compressed size (and past 67108864 bytes)\n",
+            unpacked_image(&stderr),
+            olm_registry::image::layout::digest_of(&layer)
+        )
+    );
 }
 
 #[path = "common/proxy.rs"]

@@ -6,7 +6,7 @@
 //! say what failed and why.
 use super::auth::Credentials;
 use super::create::BuiltImage;
-use super::layout::{Layout, digest_of};
+use super::layout::{Layout, MAX_CONFIG_BYTES, MAX_MANIFEST_BYTES, digest_of};
 use super::reference::ImageRef;
 use oci_client::client::{Certificate, CertificateEncoding, ClientConfig, ClientProtocol};
 use oci_client::errors::OciDistributionError;
@@ -314,7 +314,8 @@ impl Registry {
             .map(|d| {
                 let d = d.as_str()?;
                 self.cache
-                    .has_blob(d)
+                    .holds(d, None)
+                    .ok()?
                     .then(|| self.cache.blob_path(d).ok())
                     .flatten()
             })
@@ -337,7 +338,11 @@ impl Registry {
         layer: &OciDescriptor,
         what: &str,
     ) -> Result<PathBuf, String> {
-        if self.cache.has_blob(&layer.digest) {
+        if self
+            .cache
+            .holds(&layer.digest, u64::try_from(layer.size).ok())
+            .map_err(|e| format!("{what}: {e}"))?
+        {
             return self.cache.blob_path(&layer.digest);
         }
         let progress = progress_bar(layer);
@@ -418,15 +423,16 @@ fn labels_of(config: &[u8]) -> Result<BTreeMap<String, String>, String> {
 
 fn pull_layout(layout: &Layout, tag: Option<&str>) -> Result<Pulled, String> {
     let (digest, _) = layout.find_manifest(tag)?;
-    let manifest: OciImageManifest = serde_json::from_slice(&layout.read_blob(&digest)?)
-        .map_err(|e| format!("manifest {digest}: {e}"))?;
-    let labels = labels_of(&layout.read_blob(&manifest.config.digest)?)?;
+    let manifest: OciImageManifest =
+        serde_json::from_slice(&layout.read_blob(&digest, MAX_MANIFEST_BYTES)?)
+            .map_err(|e| format!("manifest {digest}: {e}"))?;
+    let labels = labels_of(&layout.read_blob(&manifest.config.digest, MAX_CONFIG_BYTES)?)?;
     let layers = manifest
         .layers
         .iter()
         .map(|l| {
-            // Layers are verified as a whole here; they are read again when unpacked.
-            layout.read_blob(&l.digest)?;
+            // Layers are verified here, as a stream; they are read again when unpacked.
+            layout.verify_blob(&l.digest)?;
             layout.blob_path(&l.digest)
         })
         .collect::<Result<_, _>>()?;
@@ -443,8 +449,10 @@ pub fn unpack(image: &Pulled, dest: &Path) -> Result<(), String> {
     let mut usage = super::unpack::Usage::default();
     for layer in &image.layers {
         let file = std::fs::File::open(layer).map_err(|e| format!("{}: {e}", layer.display()))?;
+        // Layers are stored under their digest's hex.
+        let name = layer.file_name().unwrap_or_default().to_string_lossy();
         super::unpack::unpack_layer(file, dest, Default::default(), &mut usage)
-            .map_err(|e| format!("unpacking {}: {e}", image.digest))?;
+            .map_err(|e| format!("unpacking {}: layer sha256:{name}: {e}", image.digest))?;
     }
     Ok(())
 }
