@@ -479,7 +479,9 @@ mod tests {
         fs::write(dir.path().join(".tmpPLAN"), "x").unwrap();
         // Another writer while the first runs: nothing is removed.
         drop(Layout::create(dir.path()).unwrap());
-        assert_eq!(temp_files(dir.path()), [".tmpPLAN".to_owned(), name]);
+        let mut expected = [".tmpPLAN".to_owned(), name];
+        expected.sort();
+        assert_eq!(temp_files(dir.path()), expected);
         // The first run dies without cleaning up; the next writer removes what it left.
         std::mem::forget(in_progress);
         drop(running);
