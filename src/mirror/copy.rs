@@ -12,7 +12,9 @@
 use crate::image::Registry;
 use crate::image::layout::{Layout, MAX_MANIFEST_BYTES};
 use crate::image::registry::Backoff;
-use crate::image::remote::{BlobStream, MANIFEST_MEDIA_TYPES, RemoteError, is_digest_mismatch};
+use crate::image::remote::{
+    BlobStream, MANIFEST_MEDIA_TYPES, RemoteError, is_digest_mismatch, retry_remote as retry,
+};
 use bytes::Bytes;
 use oci_client::Reference;
 use oci_client::manifest::OciDescriptor;
@@ -471,20 +473,6 @@ fn fatal(message: String) -> RemoteError {
     RemoteError {
         message,
         transient: false,
-    }
-}
-
-async fn retry<T, F, Fut>(mut op: F) -> Result<T, RemoteError>
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = Result<T, RemoteError>>,
-{
-    let mut backoff = Backoff::new();
-    loop {
-        match op().await {
-            Err(e) if e.transient && backoff.again(&e.message).await => {}
-            other => return other,
-        }
     }
 }
 
