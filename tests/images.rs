@@ -8,6 +8,8 @@ use common::{Server, run};
 use olm_registry::api::GetPackageRequest;
 use registry::TestRegistry;
 use std::path::Path;
+use std::sync::mpsc;
+use std::time::Duration;
 
 fn example() -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/catalog")
@@ -313,6 +315,11 @@ fn bundle_images_render_like_their_directories() {
 
 /// Writes an image whose one layer is `layer` (a tar stream) into an OCI layout.
 fn layout_with_layer(dir: &Path, layer: Vec<u8>) -> String {
+    layout_image(dir, layer, 0)
+}
+
+/// The same, with an annotation of `padding` bytes in the manifest.
+fn layout_image(dir: &Path, layer: Vec<u8>, padding: usize) -> String {
     use olm_registry::image::layout::{Layout, digest_of};
     let layout = Layout::create(dir).unwrap();
     let config = serde_json::json!({
@@ -326,6 +333,7 @@ fn layout_with_layer(dir: &Path, layer: Vec<u8>) -> String {
         "mediaType": "application/vnd.oci.image.manifest.v1+json",
         "config": {"mediaType": "application/vnd.oci.image.config.v1+json", "digest": layout.write_blob(&config).unwrap(), "size": config.len()},
         "layers": [{"mediaType": "application/vnd.oci.image.layer.v1.tar", "digest": layout.write_blob(&layer).unwrap(), "size": layer.len()}],
+        "annotations": {"padding": "x".repeat(padding)},
     })
     .to_string();
     layout
@@ -501,6 +509,147 @@ fn a_layer_that_expands_too_far_is_refused() {
             "error: unpacking {}: layer {}: layer expands to more than 100 times its compressed size (and past 67108864 bytes)\n",
             unpacked_image(&stderr),
             olm_registry::image::layout::digest_of(&layer)
+        )
+    );
+}
+
+/// A stand-in for a hostile registry (distribution itself neither takes nor serves a manifest
+/// over 4 MiB): every request gets a manifest of `size` bytes, announced by Content-Length or
+/// not (then it ends when the connection closes). Each connection reports how many bytes of
+/// it went out before the client hung up.
+fn hostile_registry(size: usize, announce: bool) -> (String, mpsc::Receiver<usize>) {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for conn in listener.incoming() {
+            let (Ok(mut conn), tx) = (conn, tx.clone()) else {
+                break;
+            };
+            std::thread::spawn(move || {
+                let mut request = Vec::new();
+                let mut buf = [0u8; 4096];
+                while !request.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match conn.read(&mut buf) {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => request.extend_from_slice(&buf[..n]),
+                    }
+                }
+                let length = if announce {
+                    format!("Content-Length: {size}\r\n")
+                } else {
+                    String::new()
+                };
+                let head = format!(
+                    "HTTP/1.1 200 OK\r\nContent-Type: application/vnd.oci.image.manifest.v1+json\r\n{length}Connection: close\r\n\r\n"
+                );
+                let prefix = br#"{"schemaVersion":2,"annotations":{"padding":""#;
+                let mut sent = 0;
+                if conn.write_all(head.as_bytes()).is_ok() && conn.write_all(prefix).is_ok() {
+                    sent = prefix.len();
+                    let chunk = [b'x'; 64 << 10];
+                    while sent < size {
+                        let n = chunk.len().min(size - sent);
+                        if conn.write_all(&chunk[..n]).is_err() {
+                            break;
+                        }
+                        sent += n;
+                    }
+                }
+                let _ = tx.send(sent);
+            });
+        }
+    });
+    (addr, rx)
+}
+
+/// A 200 MB manifest is refused after its first 4 MiB, and a 5 MiB one as soon as its size
+/// is announced, from a registry or from an OCI layout: registries and containerd cap
+/// manifests at 4 MiB, and so do we. One just under the cap is fine.
+#[tokio::test]
+async fn a_5_mib_manifest_is_refused() {
+    use olm_registry::image::{ClientOptions, ImageRef, Registry, build_image};
+    let work = tempfile::tempdir().unwrap();
+    let cache = work.path().join("cache");
+    let client = |insecure: &str| {
+        Registry::new(&ClientOptions {
+            insecure_registries: vec![insecure.to_owned()],
+            cache_dir: cache.clone(),
+            ..Default::default()
+        })
+        .unwrap()
+    };
+    let too_big =
+        |reference: &str| format!("{reference}: the manifest is larger than 4194304 bytes");
+
+    let (addr, sent) = hostile_registry(200 << 20, false);
+    let huge = format!("{addr}/catalogs/example:v1");
+    let huge_ref: oci_client::Reference = huge.parse().unwrap();
+    let err = client(&addr).get_manifest(&huge_ref).await.unwrap_err();
+    assert_eq!(err.message, too_big(&format!("manifest {huge}")));
+    // Waited for off the runtime, which closes the connection the client gave up on.
+    let sent = tokio::task::spawn_blocking(move || sent.recv_timeout(Duration::from_secs(60)))
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(sent < 64 << 20, "{sent} bytes were read");
+
+    let (addr, _) = hostile_registry(5 << 20, true);
+    let big = format!("{addr}/catalogs/example:v1");
+    let (code, stdout, stderr) = run(&[
+        "render",
+        &big,
+        "--insecure-registry",
+        &addr,
+        "--image-cache-dir",
+        cache.to_str().unwrap(),
+    ]);
+    assert_eq!((code, stdout.as_str()), (1, ""));
+    assert_eq!(
+        stderr,
+        format!("error: {}\n", too_big(&format!("pull {big}")))
+    );
+
+    // A real registry with a manifest just under the cap.
+    let reg = TestRegistry::plain();
+    let registry = client(&reg.addr);
+    let image = build_image(&[(example().as_path(), "/configs")], &Default::default()).unwrap();
+    let tag = format!("{}/catalogs/example:v1", reg.addr);
+    registry
+        .push(&image, &ImageRef::parse(&tag).unwrap())
+        .await
+        .unwrap();
+    let mut manifest: serde_json::Value = serde_json::from_slice(&image.manifest).unwrap();
+    manifest["annotations"] = serde_json::json!({"padding": "x".repeat((4 << 20) - 1024)});
+    let body = serde_json::to_vec(&manifest).unwrap();
+    let fits: oci_client::Reference = tag.parse().unwrap();
+    registry
+        .put_manifest(
+            &fits,
+            body.clone().into(),
+            "application/vnd.oci.image.manifest.v1+json",
+        )
+        .await
+        .unwrap();
+    assert_eq!(registry.get_manifest(&fits).await.unwrap().0, body);
+
+    let layout_dir = work.path().join("layout");
+    let reference = layout_image(&layout_dir, hostile_layer(&[]), 5 << 20);
+    let (code, stdout, stderr) = render_image(&reference, &cache);
+    assert_eq!((code, stdout.as_str()), (1, ""));
+    let (digest, _) = olm_registry::image::layout::Layout::open(&layout_dir)
+        .unwrap()
+        .find_manifest(Some("bad"))
+        .unwrap();
+    assert_eq!(
+        stderr,
+        format!(
+            "error: {}: larger than 4194304 bytes\n",
+            layout_dir
+                .join("blobs/sha256")
+                .join(digest.trim_start_matches("sha256:"))
+                .display()
         )
     );
 }
