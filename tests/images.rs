@@ -654,6 +654,57 @@ async fn a_5_mib_manifest_is_refused() {
     );
 }
 
+/// An image config over 8 MiB is refused from its descriptor, before it is downloaded.
+#[tokio::test]
+async fn an_oversized_image_config_is_refused() {
+    use olm_registry::image::layout::digest_of;
+    use olm_registry::image::{ClientOptions, ImageRef, Registry, build_image};
+    let reg = TestRegistry::plain();
+    let work = tempfile::tempdir().unwrap();
+    let cache = work.path().join("cache");
+    let registry = Registry::new(&ClientOptions {
+        insecure_registries: vec![reg.addr.clone()],
+        cache_dir: cache.clone(),
+        ..Default::default()
+    })
+    .unwrap();
+    let mut image = build_image(&[(example().as_path(), "/configs")], &Default::default()).unwrap();
+    let mut config: serde_json::Value = serde_json::from_slice(&image.config).unwrap();
+    config["config"]["Labels"]["padding"] = "x".repeat(9 << 20).into();
+    image.config = serde_json::to_vec(&config).unwrap();
+    let mut manifest: serde_json::Value = serde_json::from_slice(&image.manifest).unwrap();
+    manifest["config"]["digest"] = digest_of(&image.config).into();
+    manifest["config"]["size"] = image.config.len().into();
+    image.manifest = serde_json::to_vec(&manifest).unwrap();
+    let tag = format!("{}/catalogs/example:v1", reg.addr);
+    registry
+        .push(&image, &ImageRef::parse(&tag).unwrap())
+        .await
+        .unwrap();
+    let (code, stdout, stderr) = run(&[
+        "render",
+        &tag,
+        "--insecure-registry",
+        &reg.addr,
+        "--image-cache-dir",
+        cache.to_str().unwrap(),
+    ]);
+    assert_eq!((code, stdout.as_str()), (1, ""));
+    assert_eq!(
+        stderr,
+        format!(
+            "error: pull {tag}: the image config is larger than 8388608 bytes ({} by its descriptor)\n",
+            image.config.len()
+        )
+    );
+    assert!(
+        !cache
+            .join("blobs/sha256")
+            .join(&digest_of(&image.config)[7..])
+            .exists()
+    );
+}
+
 #[path = "common/proxy.rs"]
 mod proxy;
 
