@@ -513,6 +513,16 @@ fn a_layer_that_expands_too_far_is_refused() {
     );
 }
 
+/// A registry client reaching `insecure` over plain HTTP.
+fn client(insecure: &str, cache: &Path) -> olm_registry::image::Registry {
+    olm_registry::image::Registry::new(&olm_registry::image::ClientOptions {
+        insecure_registries: vec![insecure.to_owned()],
+        cache_dir: cache.to_owned(),
+        ..Default::default()
+    })
+    .unwrap()
+}
+
 /// A stand-in for a hostile registry (distribution itself neither takes nor serves a manifest
 /// over 4 MiB): every request gets a manifest of `size` bytes, announced by Content-Length or
 /// not (then it ends when the connection closes). Each connection reports how many bytes of
@@ -569,24 +579,19 @@ fn hostile_registry(size: usize, announce: bool) -> (String, mpsc::Receiver<usiz
 /// manifests at 4 MiB, and so do we. One just under the cap is fine.
 #[tokio::test]
 async fn a_5_mib_manifest_is_refused() {
-    use olm_registry::image::{ClientOptions, ImageRef, Registry, build_image};
+    use olm_registry::image::{ImageRef, build_image};
     let work = tempfile::tempdir().unwrap();
     let cache = work.path().join("cache");
-    let client = |insecure: &str| {
-        Registry::new(&ClientOptions {
-            insecure_registries: vec![insecure.to_owned()],
-            cache_dir: cache.clone(),
-            ..Default::default()
-        })
-        .unwrap()
-    };
     let too_big =
         |reference: &str| format!("{reference}: the manifest is larger than 4194304 bytes");
 
     let (addr, sent) = hostile_registry(200 << 20, false);
     let huge = format!("{addr}/catalogs/example:v1");
     let huge_ref: oci_client::Reference = huge.parse().unwrap();
-    let err = client(&addr).get_manifest(&huge_ref).await.unwrap_err();
+    let err = client(&addr, &cache)
+        .get_manifest(&huge_ref)
+        .await
+        .unwrap_err();
     assert_eq!(err.message, too_big(&format!("manifest {huge}")));
     // Waited for off the runtime, which closes the connection the client gave up on.
     let sent = tokio::task::spawn_blocking(move || sent.recv_timeout(Duration::from_secs(60)))
@@ -613,7 +618,7 @@ async fn a_5_mib_manifest_is_refused() {
 
     // A real registry with a manifest just under the cap.
     let reg = TestRegistry::plain();
-    let registry = client(&reg.addr);
+    let registry = client(&reg.addr, &cache);
     let image = build_image(&[(example().as_path(), "/configs")], &Default::default()).unwrap();
     let tag = format!("{}/catalogs/example:v1", reg.addr);
     registry
@@ -658,16 +663,11 @@ async fn a_5_mib_manifest_is_refused() {
 #[tokio::test]
 async fn an_oversized_image_config_is_refused() {
     use olm_registry::image::layout::digest_of;
-    use olm_registry::image::{ClientOptions, ImageRef, Registry, build_image};
+    use olm_registry::image::{ImageRef, build_image};
     let reg = TestRegistry::plain();
     let work = tempfile::tempdir().unwrap();
     let cache = work.path().join("cache");
-    let registry = Registry::new(&ClientOptions {
-        insecure_registries: vec![reg.addr.clone()],
-        cache_dir: cache.clone(),
-        ..Default::default()
-    })
-    .unwrap();
+    let registry = client(&reg.addr, &cache);
     let mut image = build_image(&[(example().as_path(), "/configs")], &Default::default()).unwrap();
     let mut config: serde_json::Value = serde_json::from_slice(&image.config).unwrap();
     config["config"]["Labels"]["padding"] = "x".repeat(9 << 20).into();
