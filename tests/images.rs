@@ -8,6 +8,8 @@ use common::{Server, run};
 use olm_registry::api::GetPackageRequest;
 use registry::TestRegistry;
 use std::path::Path;
+use std::sync::mpsc;
+use std::time::Duration;
 
 fn example() -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/catalog")
@@ -313,6 +315,11 @@ fn bundle_images_render_like_their_directories() {
 
 /// Writes an image whose one layer is `layer` (a tar stream) into an OCI layout.
 fn layout_with_layer(dir: &Path, layer: Vec<u8>) -> String {
+    layout_image(dir, layer, 0)
+}
+
+/// The same, with an annotation of `padding` bytes in the manifest.
+fn layout_image(dir: &Path, layer: Vec<u8>, padding: usize) -> String {
     use olm_registry::image::layout::{Layout, digest_of};
     let layout = Layout::create(dir).unwrap();
     let config = serde_json::json!({
@@ -326,6 +333,7 @@ fn layout_with_layer(dir: &Path, layer: Vec<u8>) -> String {
         "mediaType": "application/vnd.oci.image.manifest.v1+json",
         "config": {"mediaType": "application/vnd.oci.image.config.v1+json", "digest": layout.write_blob(&config).unwrap(), "size": config.len()},
         "layers": [{"mediaType": "application/vnd.oci.image.layer.v1.tar", "digest": layout.write_blob(&layer).unwrap(), "size": layer.len()}],
+        "annotations": {"padding": "x".repeat(padding)},
     })
     .to_string();
     layout
@@ -338,67 +346,363 @@ fn layout_with_layer(dir: &Path, layer: Vec<u8>) -> String {
     format!("oci:{}:bad", dir.display())
 }
 
-/// A tar entry with a raw name (and link target), so that hostile layers can be made.
-fn hostile_layer(name: &str, link: Option<&str>) -> Vec<u8> {
+/// One raw tar entry of a hostile layer.
+enum Entry<'a> {
+    File(&'a str, &'a [u8]),
+    Symlink(&'a str, &'a str),
+    HardLink(&'a str, &'a str),
+}
+
+/// A tar stream with raw names and link targets, so that hostile layers can be made.
+fn hostile_layer(entries: &[Entry]) -> Vec<u8> {
     let mut tar = tar::Builder::new(Vec::new());
-    let mut h = tar::Header::new_gnu();
-    h.as_old_mut().name[..name.len()].copy_from_slice(name.as_bytes());
-    h.set_mode(0o644);
-    match link {
-        Some(target) => {
-            h.set_entry_type(tar::EntryType::Symlink);
-            h.as_old_mut().linkname[..target.len()].copy_from_slice(target.as_bytes());
-            h.set_size(0);
-            h.set_cksum();
-            tar.append(&h, std::io::empty()).unwrap();
-        }
-        None => {
-            h.set_entry_type(tar::EntryType::Regular);
-            h.set_size(4);
-            h.set_cksum();
-            tar.append(&h, &b"evil"[..]).unwrap();
-        }
+    for entry in entries {
+        let (name, kind, target, data): (&str, _, &str, &[u8]) = match entry {
+            Entry::File(name, data) => (name, tar::EntryType::Regular, "", data),
+            Entry::Symlink(name, target) => (name, tar::EntryType::Symlink, target, b""),
+            Entry::HardLink(name, target) => (name, tar::EntryType::Link, target, b""),
+        };
+        let mut h = tar::Header::new_gnu();
+        h.as_old_mut().name[..name.len()].copy_from_slice(name.as_bytes());
+        h.as_old_mut().linkname[..target.len()].copy_from_slice(target.as_bytes());
+        h.set_mode(0o644);
+        h.set_entry_type(kind);
+        h.set_size(data.len() as u64);
+        h.set_cksum();
+        tar.append(&h, data).unwrap();
     }
     tar.into_inner().unwrap()
+}
+
+/// The image digest an unpacking error names (the manifest's; the test checks the layer's).
+fn unpacked_image(stderr: &str) -> &str {
+    stderr
+        .strip_prefix("error: unpacking ")
+        .and_then(|rest| rest.split(": ").next())
+        .unwrap_or_default()
+}
+
+/// `render REFERENCE` with a private cache: (exit code, stdout, stderr).
+fn render_image(reference: &str, cache: &Path) -> (i32, String, String) {
+    run(&[
+        "render",
+        reference,
+        "--image-cache-dir",
+        cache.to_str().unwrap(),
+    ])
 }
 
 #[test]
 fn hostile_layers_are_refused_and_write_nothing_outside() {
     let work = tempfile::tempdir().unwrap();
     let cache = work.path().join("cache");
-    for (n, (name, link, message)) in [
+    let cases: [(&[Entry], &str); 4] = [
         (
-            "../../escaped",
-            None,
+            &[Entry::File("../../escaped", b"evil")],
             "../../escaped: path leaves the image",
         ),
         (
-            "configs/link",
-            Some("../../../../etc"),
-            "configs/link: symlink to ../../../../etc escapes the image",
+            &[Entry::HardLink("configs/h.json", "/etc/passwd")],
+            "configs/h.json: hard link to /etc/passwd, which is not a regular file of the image",
         ),
-    ]
-    .into_iter()
-    .enumerate()
-    {
-        let reference = layout_with_layer(
-            &work.path().join(format!("layout{n}")),
-            hostile_layer(name, link),
-        );
-        let (code, stdout, stderr) = run(&[
-            "render",
-            &reference,
-            "--image-cache-dir",
-            cache.to_str().unwrap(),
-        ]);
+        (
+            &[
+                Entry::Symlink("configs/d", "/etc"),
+                Entry::File("configs/d/x.json", b"{}"),
+            ],
+            "configs/d/x.json: writes through a symlink",
+        ),
+        (
+            &[Entry::File("configs/.wh...", b"")],
+            "configs/.wh...: whiteout of \"..\" is not a file name",
+        ),
+    ];
+    for (n, (entries, message)) in cases.into_iter().enumerate() {
+        let layer = hostile_layer(entries);
+        let reference = layout_with_layer(&work.path().join(format!("layout{n}")), layer.clone());
+        let (code, stdout, stderr) = render_image(&reference, &cache);
         assert_eq!((code, stdout.as_str()), (1, ""));
-        assert!(
-            stderr.starts_with("error: unpacking sha256:") && stderr.trim_end().ends_with(message),
-            "{stderr}"
+        assert_eq!(
+            stderr,
+            format!(
+                "error: unpacking {}: layer {}: {message}\n",
+                unpacked_image(&stderr),
+                olm_registry::image::layout::digest_of(&layer)
+            )
         );
     }
     assert!(!work.path().join("escaped").exists());
     assert!(!std::env::temp_dir().join("escaped").exists());
+}
+
+/// The issue's image: `configs/` links to a file of the host and to /dev/zero. The links are
+/// rewritten to count from the image root, where neither exists, so render serves neither
+/// (and does not read /dev/zero until memory runs out).
+#[test]
+fn absolute_symlinks_in_an_image_stay_inside_it() {
+    let work = tempfile::tempdir().unwrap();
+    let host_file = work.path().join("host.json");
+    std::fs::write(
+        &host_file,
+        r#"{"schema":"olm.package","name":"host-secret"}"#,
+    )
+    .unwrap();
+    let package = br#"{"schema":"olm.package","name":"mine"}"#;
+    let layer = hostile_layer(&[
+        Entry::File("configs/mine/catalog.json", package),
+        Entry::Symlink("configs/p/x.json", host_file.to_str().unwrap()),
+        Entry::Symlink("configs/p/zero.json", "/dev/zero"),
+        // Through a link to the root and up: still the image root.
+        Entry::Symlink("top", "/"),
+        Entry::Symlink("configs/p/up.json", "../../top/../../../../dev/zero"),
+    ]);
+    let reference = layout_with_layer(&work.path().join("layout"), layer);
+    let (code, stdout, stderr) = render_image(&reference, &work.path().join("cache"));
+    assert_eq!((code, stdout.as_str()), (1, ""), "{stderr}");
+    // The catalog loader's words are its own; what matters is that each link led nowhere.
+    let mut unreadable: Vec<&str> = stderr
+        .lines()
+        .filter_map(|l| l.trim_start().split_once(": ").map(|(file, _)| file))
+        .filter(|file| file.starts_with("p/"))
+        .collect();
+    unreadable.sort();
+    assert_eq!(
+        unreadable,
+        ["p/up.json", "p/x.json", "p/zero.json"],
+        "{stderr}"
+    );
+    assert!(!stderr.contains("host-secret"), "{stderr}");
+}
+
+/// A 2 MB layer must not write gigabytes: 100 MiB of zeros, gzipped to about 100 KiB, stops
+/// once it has expanded 100 times and past 64 MiB (the defaults).
+#[test]
+fn a_layer_that_expands_too_far_is_refused() {
+    use std::io::Write;
+    let work = tempfile::tempdir().unwrap();
+    let mut tar = Vec::new();
+    let mut header = tar::Header::new_gnu();
+    header.set_path("configs/zeros.json").unwrap();
+    header.set_size(100 << 20);
+    header.set_mode(0o644);
+    header.set_cksum();
+    tar.extend_from_slice(header.as_bytes());
+    tar.resize(tar.len() + (100 << 20) + 1024, 0);
+    // The system gzip: a debug build of our compressor would take seconds for this.
+    let mut gzip = std::process::Command::new("gzip")
+        .arg("-9")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("gzip");
+    let mut stdin = gzip.stdin.take().unwrap();
+    let writer = std::thread::spawn(move || stdin.write_all(&tar).unwrap());
+    let layer = gzip.wait_with_output().unwrap().stdout;
+    writer.join().unwrap();
+    assert!(layer.len() < 2 << 20, "{}", layer.len());
+    let reference = layout_with_layer(&work.path().join("layout"), layer.clone());
+    let (code, stdout, stderr) = render_image(&reference, &work.path().join("cache"));
+    assert_eq!((code, stdout.as_str()), (1, ""));
+    assert_eq!(
+        stderr,
+        format!(
+            "error: unpacking {}: layer {}: layer expands to more than 100 times its compressed size (and past 67108864 bytes)\n",
+            unpacked_image(&stderr),
+            olm_registry::image::layout::digest_of(&layer)
+        )
+    );
+}
+
+/// A registry client reaching `insecure` over plain HTTP.
+fn client(insecure: &str, cache: &Path) -> olm_registry::image::Registry {
+    olm_registry::image::Registry::new(&olm_registry::image::ClientOptions {
+        insecure_registries: vec![insecure.to_owned()],
+        cache_dir: cache.to_owned(),
+        ..Default::default()
+    })
+    .unwrap()
+}
+
+/// A stand-in for a hostile registry (distribution itself neither takes nor serves a manifest
+/// over 4 MiB): every request gets a manifest of `size` bytes, announced by Content-Length or
+/// not (then it ends when the connection closes). Each connection reports how many bytes of
+/// it went out before the client hung up.
+fn hostile_registry(size: usize, announce: bool) -> (String, mpsc::Receiver<usize>) {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for conn in listener.incoming() {
+            let (Ok(mut conn), tx) = (conn, tx.clone()) else {
+                break;
+            };
+            std::thread::spawn(move || {
+                let mut request = Vec::new();
+                let mut buf = [0u8; 4096];
+                while !request.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match conn.read(&mut buf) {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => request.extend_from_slice(&buf[..n]),
+                    }
+                }
+                let length = if announce {
+                    format!("Content-Length: {size}\r\n")
+                } else {
+                    String::new()
+                };
+                let head = format!(
+                    "HTTP/1.1 200 OK\r\nContent-Type: application/vnd.oci.image.manifest.v1+json\r\n{length}Connection: close\r\n\r\n"
+                );
+                let prefix = br#"{"schemaVersion":2,"annotations":{"padding":""#;
+                let mut sent = 0;
+                if conn.write_all(head.as_bytes()).is_ok() && conn.write_all(prefix).is_ok() {
+                    sent = prefix.len();
+                    let chunk = [b'x'; 64 << 10];
+                    while sent < size {
+                        let n = chunk.len().min(size - sent);
+                        if conn.write_all(&chunk[..n]).is_err() {
+                            break;
+                        }
+                        sent += n;
+                    }
+                }
+                let _ = tx.send(sent);
+            });
+        }
+    });
+    (addr, rx)
+}
+
+/// A 200 MB manifest is refused after its first 4 MiB, and a 5 MiB one as soon as its size
+/// is announced, from a registry or from an OCI layout: registries and containerd cap
+/// manifests at 4 MiB, and so do we. One just under the cap is fine.
+#[tokio::test]
+async fn a_5_mib_manifest_is_refused() {
+    use olm_registry::image::{ImageRef, build_image};
+    let work = tempfile::tempdir().unwrap();
+    let cache = work.path().join("cache");
+    let too_big =
+        |reference: &str| format!("{reference}: the manifest is larger than 4194304 bytes");
+
+    let (addr, sent) = hostile_registry(200 << 20, false);
+    let huge = format!("{addr}/catalogs/example:v1");
+    let huge_ref: oci_client::Reference = huge.parse().unwrap();
+    let err = client(&addr, &cache)
+        .get_manifest(&huge_ref)
+        .await
+        .unwrap_err();
+    assert_eq!(err.message, too_big(&format!("manifest {huge}")));
+    // Waited for off the runtime, which closes the connection the client gave up on.
+    let sent = tokio::task::spawn_blocking(move || sent.recv_timeout(Duration::from_secs(60)))
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(sent < 64 << 20, "{sent} bytes were read");
+
+    let (addr, _) = hostile_registry(5 << 20, true);
+    let big = format!("{addr}/catalogs/example:v1");
+    let (code, stdout, stderr) = run(&[
+        "render",
+        &big,
+        "--insecure-registry",
+        &addr,
+        "--image-cache-dir",
+        cache.to_str().unwrap(),
+    ]);
+    assert_eq!((code, stdout.as_str()), (1, ""));
+    assert_eq!(
+        stderr,
+        format!("error: {}\n", too_big(&format!("pull {big}")))
+    );
+
+    // A real registry with a manifest just under the cap.
+    let reg = TestRegistry::plain();
+    let registry = client(&reg.addr, &cache);
+    let image = build_image(&[(example().as_path(), "/configs")], &Default::default()).unwrap();
+    let tag = format!("{}/catalogs/example:v1", reg.addr);
+    registry
+        .push(&image, &ImageRef::parse(&tag).unwrap())
+        .await
+        .unwrap();
+    let mut manifest: serde_json::Value = serde_json::from_slice(&image.manifest).unwrap();
+    manifest["annotations"] = serde_json::json!({"padding": "x".repeat((4 << 20) - 1024)});
+    let body = serde_json::to_vec(&manifest).unwrap();
+    let fits: oci_client::Reference = tag.parse().unwrap();
+    registry
+        .put_manifest(
+            &fits,
+            body.clone().into(),
+            "application/vnd.oci.image.manifest.v1+json",
+        )
+        .await
+        .unwrap();
+    assert_eq!(registry.get_manifest(&fits).await.unwrap().0, body);
+
+    let layout_dir = work.path().join("layout");
+    let reference = layout_image(&layout_dir, hostile_layer(&[]), 5 << 20);
+    let (code, stdout, stderr) = render_image(&reference, &cache);
+    assert_eq!((code, stdout.as_str()), (1, ""));
+    let (digest, _) = olm_registry::image::layout::Layout::open(&layout_dir)
+        .unwrap()
+        .find_manifest(Some("bad"))
+        .unwrap();
+    assert_eq!(
+        stderr,
+        format!(
+            "error: {}: larger than 4194304 bytes\n",
+            layout_dir
+                .join("blobs/sha256")
+                .join(digest.trim_start_matches("sha256:"))
+                .display()
+        )
+    );
+}
+
+/// An image config over 8 MiB is refused from its descriptor, before it is downloaded.
+#[tokio::test]
+async fn an_oversized_image_config_is_refused() {
+    use olm_registry::image::layout::digest_of;
+    use olm_registry::image::{ImageRef, build_image};
+    let reg = TestRegistry::plain();
+    let work = tempfile::tempdir().unwrap();
+    let cache = work.path().join("cache");
+    let registry = client(&reg.addr, &cache);
+    let mut image = build_image(&[(example().as_path(), "/configs")], &Default::default()).unwrap();
+    let mut config: serde_json::Value = serde_json::from_slice(&image.config).unwrap();
+    config["config"]["Labels"]["padding"] = "x".repeat(9 << 20).into();
+    image.config = serde_json::to_vec(&config).unwrap();
+    let mut manifest: serde_json::Value = serde_json::from_slice(&image.manifest).unwrap();
+    manifest["config"]["digest"] = digest_of(&image.config).into();
+    manifest["config"]["size"] = image.config.len().into();
+    image.manifest = serde_json::to_vec(&manifest).unwrap();
+    let tag = format!("{}/catalogs/example:v1", reg.addr);
+    registry
+        .push(&image, &ImageRef::parse(&tag).unwrap())
+        .await
+        .unwrap();
+    let (code, stdout, stderr) = run(&[
+        "render",
+        &tag,
+        "--insecure-registry",
+        &reg.addr,
+        "--image-cache-dir",
+        cache.to_str().unwrap(),
+    ]);
+    assert_eq!((code, stdout.as_str()), (1, ""));
+    assert_eq!(
+        stderr,
+        format!(
+            "error: pull {tag}: the image config is larger than 8388608 bytes ({} by its descriptor)\n",
+            image.config.len()
+        )
+    );
+    assert!(
+        !cache
+            .join("blobs/sha256")
+            .join(&digest_of(&image.config)[7..])
+            .exists()
+    );
 }
 
 #[path = "common/proxy.rs"]
@@ -482,9 +786,16 @@ fn a_connection_cut_mid_blob_is_retried_and_never_cached_half() {
         .unwrap()
         .filter_map(Result::ok)
         .collect();
-    assert!(
-        blobs.is_empty(),
+    // The config (small, fetched whole before the layer) is; the cut layer is not.
+    assert_eq!(
+        blobs.len(),
+        1,
         "nothing half-pulled is cached: {:?}",
         blobs.iter().map(|b| b.file_name()).collect::<Vec<_>>()
+    );
+    let config = std::fs::read(blobs[0].path()).unwrap();
+    assert_eq!(
+        olm_registry::image::layout::digest_of(&config),
+        format!("sha256:{}", blobs[0].file_name().to_string_lossy())
     );
 }

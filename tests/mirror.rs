@@ -209,22 +209,23 @@ mirror:
     path
 }
 
+/// `mirror` with these arguments plus the registries, cache and workspace flags.
+fn mirror_command(args: &[&str], insecure: &[&str], work: &Path) -> Vec<String> {
+    let mut all = vec!["mirror".to_owned()];
+    all.extend(args.iter().map(|a| a.to_string()));
+    for r in insecure {
+        all.extend(["--insecure-registry".to_owned(), r.to_string()]);
+    }
+    for (flag, dir) in [("--image-cache-dir", "cache"), ("--workspace", "workspace")] {
+        all.extend([flag.to_owned(), work.join(dir).display().to_string()]);
+    }
+    all
+}
+
 /// Runs `mirror` with these arguments plus the registries, cache and workspace flags.
 fn mirror(args: &[&str], insecure: &[&str], work: &Path) -> (i32, String, String) {
-    let cache = work.join("cache");
-    let workspace = work.join("workspace");
-    let mut all = vec!["mirror"];
-    all.extend_from_slice(args);
-    for r in insecure {
-        all.extend_from_slice(&["--insecure-registry", r]);
-    }
-    all.extend_from_slice(&[
-        "--image-cache-dir",
-        cache.to_str().unwrap(),
-        "--workspace",
-        workspace.to_str().unwrap(),
-    ]);
-    run(&all)
+    let all = mirror_command(args, insecure, work);
+    run(&all.iter().map(String::as_str).collect::<Vec<_>>())
 }
 
 /// The counts of the summary line: (images, copied, reused, mounted).
@@ -597,4 +598,147 @@ async fn a_corrupt_source_blob_is_detected_and_not_pushed() {
     let hex = layer.trim_start_matches("sha256:");
     assert!(!archive.join("blobs/sha256").join(hex).exists());
     assert!(!archive.join("mirror-plan.json").exists());
+}
+
+/// The files (relative names) of a directory tree, with their modes.
+fn modes(dir: &Path) -> Vec<(String, u32)> {
+    use std::os::unix::fs::PermissionsExt;
+    let mut out = Vec::new();
+    let mut pending = vec![dir.to_owned()];
+    while let Some(d) = pending.pop() {
+        for entry in std::fs::read_dir(&d).unwrap() {
+            let path = entry.unwrap().path();
+            let meta = std::fs::symlink_metadata(&path).unwrap();
+            let name = path.strip_prefix(dir).unwrap().display().to_string();
+            out.push((name, meta.permissions().mode() & 0o7777));
+            if meta.is_dir() {
+                pending.push(path);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// A run to disk killed in the middle of a blob leaves a temporary file; the next run removes
+/// it, finishes the archive with files any user can read, and a blob damaged in the archive
+/// afterwards (truncated, or rewritten at the same size) is found and copied again.
+#[tokio::test]
+async fn an_archive_survives_a_killed_run_and_damaged_blobs() {
+    use std::io::{BufRead, BufReader};
+    let source = TestRegistry::plain();
+    // Every connection that carries more than 256 KiB is cut: the 1 MiB layer keeps retrying.
+    let cutter = proxy::CuttingProxy::start(&source.addr, 256 << 10, usize::MAX);
+    let Some(src) = publish(&source.addr, &cutter.addr).await else {
+        return;
+    };
+    let work = tempfile::tempdir().unwrap();
+    let archive = work.path().join("archive");
+    let blobs = archive.join("blobs/sha256");
+    let to_disk = format!("file://{}", archive.display());
+    let config = write_config(work.path(), &src.host, &[]);
+    let insecure = [cutter.addr.as_str()];
+    let args = ["-c", config.to_str().unwrap(), "--to", &to_disk];
+    let temp_files = || -> Vec<String> {
+        [archive.clone(), blobs.clone()]
+            .iter()
+            .filter_map(|d| std::fs::read_dir(d).ok())
+            .flat_map(|entries| entries.flatten())
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with(".tmp"))
+            .collect()
+    };
+
+    // Killed while the big layer waits for its retry: its partial download stays behind.
+    let mut killed = std::process::Command::new(common::BIN)
+        .args(mirror_command(&args, &insecure, work.path()))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = BufReader::new(killed.stderr.take().unwrap());
+    let mut seen = Vec::new();
+    for line in stderr.lines().map_while(Result::ok) {
+        let retrying = line.contains(&src.big_layer) && line.contains("retrying");
+        seen.push(line);
+        if retrying {
+            break;
+        }
+    }
+    killed.kill().unwrap();
+    killed.wait().unwrap();
+    assert!(!temp_files().is_empty(), "{seen:?}");
+
+    cutter.stop_cutting();
+    let (code, stdout, stderr) = mirror(&args, &insecure, work.path());
+    assert_eq!(code, 0, "{stderr}");
+    let (images, copied, reused, mounted) = counts(&stdout);
+    assert_eq!((images, copied + reused, mounted), (7, 14, 0), "{stdout}");
+    assert_eq!(temp_files(), Vec::<String>::new());
+    // 0666/0777 less the umask (0644/0755 under the usual 022), as cp and oc-mirror make them.
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let umask = status
+        .lines()
+        .find_map(|l| l.strip_prefix("Umask:"))
+        .map(|m| u32::from_str_radix(m.trim(), 8).unwrap())
+        .unwrap();
+    for (name, mode) in modes(&archive) {
+        let expected = if archive.join(&name).is_dir() {
+            0o777
+        } else {
+            0o666
+        };
+        assert_eq!(mode, expected & !umask, "{name}");
+    }
+
+    // Damage two blobs of the archive: the big layer loses its second half; the big image's
+    // config keeps its size but not its bytes (and gets a new mtime, as any rewrite would).
+    let hex = |d: &str| d.trim_start_matches("sha256:").to_owned();
+    let big_manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(blobs.join(hex(&src.digests["big"]))).unwrap())
+            .unwrap();
+    let config_blob = big_manifest["config"]["digest"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let layer_path = blobs.join(hex(&src.big_layer));
+    let layer = std::fs::read(&layer_path).unwrap();
+    std::fs::write(&layer_path, &layer[..layer.len() / 2]).unwrap();
+    let config_path = blobs.join(hex(&config_blob));
+    let written = std::fs::metadata(&config_path).unwrap().modified().unwrap();
+    let mut bytes = std::fs::read(&config_path).unwrap();
+    bytes.iter_mut().for_each(|b| *b = b.to_ascii_uppercase());
+    std::fs::write(&config_path, &bytes).unwrap();
+    std::fs::File::options()
+        .write(true)
+        .open(&config_path)
+        .unwrap()
+        .set_modified(written + std::time::Duration::from_secs(1))
+        .unwrap();
+
+    let (code, stdout, stderr) = mirror(&args, &insecure, work.path());
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(counts(&stdout), (7, 2, 12, 0), "{stdout}");
+    assert!(
+        stderr.contains(&format!(
+            "blob {} in {} has {} bytes where {} are expected; fetching it again",
+            src.big_layer,
+            archive.display(),
+            layer.len() / 2,
+            layer.len()
+        )),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(&format!(
+            "blob {config_blob} in {} does not match its digest (content is {}); fetching it again",
+            archive.display(),
+            olm_registry::image::layout::digest_of(&bytes)
+        )),
+        "{stderr}"
+    );
+    for (digest, path) in [(&src.big_layer, &layer_path), (&config_blob, &config_path)] {
+        let content = std::fs::read(path).unwrap();
+        assert_eq!(&olm_registry::image::layout::digest_of(&content), digest);
+    }
 }

@@ -221,7 +221,8 @@ impl Registry {
                     }
                 }
             })?;
-            if size > 0 && sink.received + chunk.len() as u64 > size {
+            // The descriptor's size is the cap on what is written, an empty blob's too.
+            if sink.received + chunk.len() as u64 > size {
                 return Err(fatal(format!(
                     "blob {digest} has more bytes than its descriptor says ({size})"
                 )));

@@ -5,6 +5,7 @@ mod auth;
 pub mod create;
 mod download;
 pub mod layout;
+mod manifest;
 pub mod reference;
 pub mod registry;
 pub mod remote;

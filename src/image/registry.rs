@@ -6,11 +6,18 @@
 //! say what failed and why.
 use super::auth::Credentials;
 use super::create::BuiltImage;
-use super::layout::{Layout, digest_of};
+use super::layout::{Layout, MAX_CONFIG_BYTES, MAX_MANIFEST_BYTES, digest_of};
+use super::manifest::ManifestFetcher;
 use super::reference::ImageRef;
-use oci_client::client::{Certificate, CertificateEncoding, ClientConfig, ClientProtocol};
+use super::remote::{RemoteError, retry_remote};
+use oci_client::client::{
+    Certificate, CertificateEncoding, ClientConfig, ClientProtocol, current_platform_resolver,
+};
 use oci_client::errors::OciDistributionError;
-use oci_client::manifest::{OciDescriptor, OciImageManifest, OciManifest};
+use oci_client::manifest::{
+    IMAGE_MANIFEST_LIST_MEDIA_TYPE, ImageIndexEntry, OCI_IMAGE_INDEX_MEDIA_TYPE, OciDescriptor,
+    OciImageIndex, OciImageManifest, OciManifest,
+};
 use oci_client::secrets::RegistryAuth;
 use oci_client::{Client, Reference};
 use std::collections::BTreeMap;
@@ -44,8 +51,14 @@ pub struct Pulled {
     pub layers: Vec<PathBuf>,
 }
 
+/// Picks the manifest of the wanted platform from an image index.
+type PlatformResolver = Box<dyn Fn(&[ImageIndexEntry]) -> Option<String> + Send + Sync>;
+
 pub struct Registry {
     pub(super) client: Client,
+    /// Boxed: a Registry is often held by value beside small things.
+    pub(super) manifests: Box<ManifestFetcher>,
+    platform: PlatformResolver,
     credentials: Credentials,
     cache: Layout,
 }
@@ -187,35 +200,47 @@ impl Registry {
         } else {
             ClientProtocol::HttpsExcept(opts.insecure_registries.clone())
         };
-        let mut config = ClientConfig {
+        let (connect_timeout, read_timeout) = (Duration::from_secs(10), Duration::from_secs(60));
+        let manifests = ManifestFetcher::new(
+            opts,
+            &extra_root_certificates,
+            connect_timeout,
+            read_timeout,
+        )?;
+        let config = ClientConfig {
             protocol,
             extra_root_certificates,
             accept_invalid_certificates: opts.skip_tls_verify,
-            connect_timeout: Some(Duration::from_secs(10)),
-            read_timeout: Some(Duration::from_secs(60)),
+            connect_timeout: Some(connect_timeout),
+            read_timeout: Some(read_timeout),
             // One PUT per blob: streamed uploads need no chunk bookkeeping, and loopback or LAN
             // registries take a whole layer per request faster than 4 MiB PATCHes.
             use_monolithic_push: true,
             ..Default::default()
         };
-        if let Some(platform) = &opts.platform {
-            let (os, arch) = platform.split_once('/').ok_or_else(|| {
-                format!("--platform {platform:?}: expected OS/ARCH, e.g. linux/arm64")
-            })?;
-            let (os, arch) = (os.to_owned(), arch.to_owned());
-            config.platform_resolver = Some(Box::new(move |entries| {
-                entries
-                    .iter()
-                    .find(|e| {
-                        e.platform.as_ref().is_some_and(|p| {
-                            p.os.to_string() == os && p.architecture.to_string() == arch
+        let platform: PlatformResolver = match &opts.platform {
+            Some(platform) => {
+                let (os, arch) = platform.split_once('/').ok_or_else(|| {
+                    format!("--platform {platform:?}: expected OS/ARCH, e.g. linux/arm64")
+                })?;
+                let (os, arch) = (os.to_owned(), arch.to_owned());
+                Box::new(move |entries| {
+                    entries
+                        .iter()
+                        .find(|e| {
+                            e.platform.as_ref().is_some_and(|p| {
+                                p.os.to_string() == os && p.architecture.to_string() == arch
+                            })
                         })
-                    })
-                    .map(|e| e.digest.clone())
-            }));
-        }
+                        .map(|e| e.digest.clone())
+                })
+            }
+            None => Box::new(current_platform_resolver),
+        };
         Ok(Registry {
             client: Client::new(config),
+            manifests: Box::new(manifests),
+            platform,
             credentials: Credentials::load(opts.registry_config.as_deref())?,
             cache: Layout::create(&opts.cache_dir)?,
         })
@@ -241,21 +266,33 @@ impl Registry {
         {
             return Ok(cached);
         }
-        let auth = self.auth(r);
-        let fetched = retry(&what, || self.client.pull_manifest_and_config(r, &auth)).await;
-        let (manifest, digest, config) = match fetched {
+        let (manifest, digest) = match retry_remote(|| self.image_manifest(r, &what)).await {
             Ok(found) => found,
             Err(e) => {
                 // Offline, a tag pulled before still resolves to what it was then.
-                let cached = self.cached_tag(r).ok_or(e.clone())?;
+                let cached = self.cached_tag(r).ok_or(e.message.clone())?;
                 tracing::warn!(
-                    "{e}; using the copy cached when it was last pulled ({})",
+                    "{}; using the copy cached when it was last pulled ({})",
+                    e.message,
                     cached.digest
                 );
                 return Ok(cached);
             }
         };
-        let labels = labels_of(config.as_bytes()).map_err(|e| format!("{what}: {e}"))?;
+        // The config is downloaded like a layer, which refuses more bytes than its
+        // descriptor says; the descriptor may not say more than the cap.
+        if u64::try_from(manifest.config.size).is_ok_and(|size| size > MAX_CONFIG_BYTES) {
+            return Err(format!(
+                "{what}: the image config is larger than {MAX_CONFIG_BYTES} bytes ({} by its descriptor)",
+                manifest.config.size
+            ));
+        }
+        self.fetch_blob(r, &manifest.config, &what).await?;
+        let config = self
+            .cache
+            .read_blob(&manifest.config.digest, MAX_CONFIG_BYTES)
+            .map_err(|e| format!("{what}: {e}"))?;
+        let labels = labels_of(&config).map_err(|e| format!("{what}: {e}"))?;
         let mut layers = Vec::new();
         for layer in &manifest.layers {
             layers.push(self.fetch_blob(r, layer, &what).await?);
@@ -267,6 +304,42 @@ impl Registry {
             labels,
             layers,
         })
+    }
+
+    /// The image manifest `r` names (for an index, the one of our platform) and its digest.
+    async fn image_manifest(
+        &self,
+        r: &Reference,
+        what: &str,
+    ) -> Result<(OciImageManifest, String), RemoteError> {
+        let fatal = |message: String| RemoteError {
+            message: format!("{what}: {message}"),
+            transient: false,
+        };
+        let parse = |body: &[u8]| {
+            serde_json::from_slice::<OciImageManifest>(body)
+                .map_err(|e| fatal(format!("image manifest: {e}")))
+        };
+        let is_index =
+            |t: &str| t == OCI_IMAGE_INDEX_MEDIA_TYPE || t == IMAGE_MANIFEST_LIST_MEDIA_TYPE;
+        let (body, media_type) = self.manifest(r, what).await?;
+        if !is_index(&media_type) {
+            let digest = r.digest().map_or_else(|| digest_of(&body), str::to_owned);
+            return Ok((parse(&body)?, digest));
+        }
+        let index: OciImageIndex =
+            serde_json::from_slice(&body).map_err(|e| fatal(format!("image index: {e}")))?;
+        let child = (self.platform)(&index.manifests)
+            .ok_or_else(|| fatal("the image index has no manifest for this platform".into()))?;
+        let (body, media_type) = self
+            .manifest(&r.clone_with_digest(child.clone()), what)
+            .await?;
+        if is_index(&media_type) {
+            return Err(fatal(format!(
+                "manifest {child} of the index is not an image manifest ({media_type})"
+            )));
+        }
+        Ok((parse(&body)?, child))
     }
 
     fn record_path(&self, digest: &str) -> Option<PathBuf> {
@@ -314,7 +387,8 @@ impl Registry {
             .map(|d| {
                 let d = d.as_str()?;
                 self.cache
-                    .has_blob(d)
+                    .holds(d, None)
+                    .ok()?
                     .then(|| self.cache.blob_path(d).ok())
                     .flatten()
             })
@@ -337,7 +411,11 @@ impl Registry {
         layer: &OciDescriptor,
         what: &str,
     ) -> Result<PathBuf, String> {
-        if self.cache.has_blob(&layer.digest) {
+        if self
+            .cache
+            .holds(&layer.digest, u64::try_from(layer.size).ok())
+            .map_err(|e| format!("{what}: {e}"))?
+        {
             return self.cache.blob_path(&layer.digest);
         }
         let progress = progress_bar(layer);
@@ -418,15 +496,16 @@ fn labels_of(config: &[u8]) -> Result<BTreeMap<String, String>, String> {
 
 fn pull_layout(layout: &Layout, tag: Option<&str>) -> Result<Pulled, String> {
     let (digest, _) = layout.find_manifest(tag)?;
-    let manifest: OciImageManifest = serde_json::from_slice(&layout.read_blob(&digest)?)
-        .map_err(|e| format!("manifest {digest}: {e}"))?;
-    let labels = labels_of(&layout.read_blob(&manifest.config.digest)?)?;
+    let manifest: OciImageManifest =
+        serde_json::from_slice(&layout.read_blob(&digest, MAX_MANIFEST_BYTES)?)
+            .map_err(|e| format!("manifest {digest}: {e}"))?;
+    let labels = labels_of(&layout.read_blob(&manifest.config.digest, MAX_CONFIG_BYTES)?)?;
     let layers = manifest
         .layers
         .iter()
         .map(|l| {
-            // Layers are verified as a whole here; they are read again when unpacked.
-            layout.read_blob(&l.digest)?;
+            // Layers are verified here, as a stream; they are read again when unpacked.
+            layout.verify_blob(&l.digest)?;
             layout.blob_path(&l.digest)
         })
         .collect::<Result<_, _>>()?;
@@ -443,8 +522,10 @@ pub fn unpack(image: &Pulled, dest: &Path) -> Result<(), String> {
     let mut usage = super::unpack::Usage::default();
     for layer in &image.layers {
         let file = std::fs::File::open(layer).map_err(|e| format!("{}: {e}", layer.display()))?;
+        // Layers are stored under their digest's hex.
+        let name = layer.file_name().unwrap_or_default().to_string_lossy();
         super::unpack::unpack_layer(file, dest, Default::default(), &mut usage)
-            .map_err(|e| format!("unpacking {}: {e}", image.digest))?;
+            .map_err(|e| format!("unpacking {}: layer sha256:{name}: {e}", image.digest))?;
     }
     Ok(())
 }

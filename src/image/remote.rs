@@ -2,7 +2,7 @@
 //! every platform, so digests stay identical), blob existence, cross-repository mounts, and
 //! blobs streamed through without ever holding a layer in memory.
 use super::layout::digest_of;
-use super::registry::{Registry, describe, transient};
+use super::registry::{Backoff, Registry, describe, transient};
 use bytes::Bytes;
 use oci_client::errors::{DigestError, OciDistributionError};
 use oci_client::manifest::{
@@ -40,6 +40,21 @@ impl RemoteError {
     }
 }
 
+/// Runs a registry operation again after each transient failure, as [`Backoff`] allows.
+pub async fn retry_remote<T, F, Fut>(mut op: F) -> Result<T, RemoteError>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T, RemoteError>>,
+{
+    let mut backoff = Backoff::new();
+    loop {
+        match op().await {
+            Err(e) if e.transient && backoff.again(&e.message).await => {}
+            other => return other,
+        }
+    }
+}
+
 /// True when a stream error says that the bytes did not match their digest.
 pub fn is_digest_mismatch(e: &std::io::Error) -> bool {
     e.get_ref()
@@ -71,13 +86,20 @@ impl Registry {
     /// A manifest's bytes exactly as stored, checked against the reference's digest when it
     /// has one, and its media type.
     pub async fn get_manifest(&self, r: &Reference) -> Result<(Bytes, String), RemoteError> {
-        let what = format!("manifest {}", r.whole());
+        self.manifest(r, &format!("manifest {}", r.whole())).await
+    }
+
+    /// [`Registry::get_manifest`], with `what` to start error messages.
+    pub(super) async fn manifest(
+        &self,
+        r: &Reference,
+        what: &str,
+    ) -> Result<(Bytes, String), RemoteError> {
         let auth = self.auth(r);
-        let (body, _) = self
-            .client
-            .pull_manifest_raw(r, &auth, &MANIFEST_MEDIA_TYPES)
-            .await
-            .map_err(|e| RemoteError::from_oci(&what, &e))?;
+        let body = self
+            .manifests
+            .fetch(&self.client, r, &auth, &MANIFEST_MEDIA_TYPES, what)
+            .await?;
         let fatal = |message: String| RemoteError {
             message: format!("{what}: {message}"),
             transient: false,

@@ -4,7 +4,7 @@
 //! plan that disk-to-mirror follows without reaching any source registry. A later run into
 //! the same directory adds only the blobs it lacks and replaces the plan.
 use super::plan::Plan;
-use crate::image::layout::Layout;
+use crate::image::layout::{Layout, replace_file};
 use std::path::Path;
 
 pub const PLAN_FILE: &str = "mirror-plan.json";
@@ -26,17 +26,12 @@ pub fn open(dir: &Path) -> Result<(Layout, Plan), String> {
     Ok((layout, plan))
 }
 
-/// Records the plan once its images are in the layout; written aside and renamed so that an
-/// interrupted write leaves the previous plan.
+/// Records the plan once its images are in the layout (whose index.json is on the disk by
+/// then); an interrupted write leaves the previous plan.
 pub fn write_plan(dir: &Path, plan: &Plan) -> Result<(), String> {
     let path = dir.join(PLAN_FILE);
     let text = serde_json::to_vec_pretty(plan).map_err(|e| format!("{}: {e}", path.display()))?;
-    let mut tmp =
-        tempfile::NamedTempFile::new_in(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    std::io::Write::write_all(&mut tmp, &text).map_err(|e| format!("{}: {e}", path.display()))?;
-    tmp.persist(&path)
-        .map_err(|e| format!("{}: {e}", path.display()))?;
-    Ok(())
+    replace_file(&path, &text)
 }
 
 /// The name an image is listed under in the archive's index.json.

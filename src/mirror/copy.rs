@@ -10,9 +10,11 @@
 //! - Manifests go last, children before their index, so an interrupted run leaves no image
 //!   whose blobs are missing, and a rerun copies only what is not there yet.
 use crate::image::Registry;
-use crate::image::layout::Layout;
+use crate::image::layout::{Layout, MAX_MANIFEST_BYTES};
 use crate::image::registry::Backoff;
-use crate::image::remote::{BlobStream, MANIFEST_MEDIA_TYPES, RemoteError, is_digest_mismatch};
+use crate::image::remote::{
+    BlobStream, MANIFEST_MEDIA_TYPES, RemoteError, is_digest_mismatch, retry_remote as retry,
+};
 use bytes::Bytes;
 use oci_client::Reference;
 use oci_client::manifest::OciDescriptor;
@@ -240,7 +242,10 @@ impl Copier {
         match from.reference(digest) {
             Some(r) => retry(|| self.registry.get_manifest(&r)).await,
             None => {
-                let body = self.layout()?.read_blob(digest).map_err(fatal)?;
+                let body = self
+                    .layout()?
+                    .read_blob(digest, MAX_MANIFEST_BYTES)
+                    .map_err(fatal)?;
                 let media_type = crate::image::remote::manifest_media_type(&body).map_err(fatal)?;
                 Ok((Bytes::from(body), media_type))
             }
@@ -297,10 +302,21 @@ impl Copier {
         Ok(tree)
     }
 
-    async fn has_blob(&self, at: &Location, digest: &str) -> Result<bool, RemoteError> {
+    async fn has_blob(&self, at: &Location, digest: &str, size: u64) -> Result<bool, RemoteError> {
         match at.reference(digest) {
             Some(r) => retry(|| self.registry.blob_exists(&r, digest)).await,
-            None => Ok(self.layout()?.has_blob(digest)),
+            None => {
+                let layout = self
+                    .layout
+                    .clone()
+                    .ok_or_else(|| fatal("no OCI layout for this run".into()))?;
+                let digest = digest.to_owned();
+                // Checking may hash the blob: not on a runtime worker.
+                tokio::task::spawn_blocking(move || layout.holds(&digest, Some(size)))
+                    .await
+                    .map_err(|e| fatal(format!("checking blob: {e}")))?
+                    .map_err(fatal)
+            }
         }
     }
 
@@ -315,7 +331,11 @@ impl Copier {
         let mut counts = Counts::default();
         let mut holder: Option<&Location> = None;
         for dest in to {
-            if self.has_blob(dest, digest).await.map_err(|e| e.message)? {
+            if self
+                .has_blob(dest, digest, size)
+                .await
+                .map_err(|e| e.message)?
+            {
                 counts.reused += 1;
                 self.progress.inc(size);
             } else if let (
@@ -453,20 +473,6 @@ fn fatal(message: String) -> RemoteError {
     RemoteError {
         message,
         transient: false,
-    }
-}
-
-async fn retry<T, F, Fut>(mut op: F) -> Result<T, RemoteError>
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = Result<T, RemoteError>>,
-{
-    let mut backoff = Backoff::new();
-    loop {
-        match op().await {
-            Err(e) if e.transient && backoff.again(&e.message).await => {}
-            other => return other,
-        }
     }
 }
 

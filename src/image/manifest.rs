@@ -1,0 +1,203 @@
+//! Fetching manifests from registries with their size capped while they arrive.
+//!
+//! oci-client reads a manifest response whole before anyone can look at its size, so a
+//! registry could hand us hundreds of MB. These requests are ours: the body is refused as
+//! soon as it passes [`MAX_MANIFEST_BYTES`] (4 MiB, the limit of distribution and
+//! containerd), or at once when its Content-Length says so. oci-client still answers the
+//! registry's authentication challenge; its token is remembered per repository.
+use super::layout::MAX_MANIFEST_BYTES;
+use super::registry::ClientOptions;
+use super::remote::RemoteError;
+use bytes::{Bytes, BytesMut};
+use oci_client::errors::{OciDistributionError, OciEnvelope};
+use oci_client::secrets::RegistryAuth;
+use oci_client::{Client, Reference, RegistryOperation};
+use reqwest::StatusCode;
+use reqwest::header::ACCEPT;
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::Duration;
+
+/// How much of an error response is read (its JSON error envelope).
+const MAX_ERROR_BYTES: usize = 64 << 10;
+
+/// What a manifest request carries to prove who we are.
+#[derive(Clone)]
+enum Access {
+    Anonymous,
+    Basic(String, String),
+    Bearer(String),
+}
+
+impl Access {
+    fn of(auth: &RegistryAuth) -> Access {
+        match auth {
+            RegistryAuth::Anonymous => Access::Anonymous,
+            RegistryAuth::Basic(user, password) => Access::Basic(user.clone(), password.clone()),
+            RegistryAuth::Bearer(token) => Access::Bearer(token.clone()),
+        }
+    }
+
+    fn apply(&self, request: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
+        match self {
+            Access::Anonymous => request,
+            Access::Basic(user, password) => request.basic_auth(user, Some(password)),
+            Access::Bearer(token) => request.bearer_auth(token),
+        }
+    }
+}
+
+pub(super) struct ManifestFetcher {
+    http: reqwest::Client,
+    insecure: Vec<String>,
+    use_http: bool,
+    /// The bearer token that worked, by `registry/repository`.
+    tokens: Mutex<HashMap<String, String>>,
+}
+
+impl ManifestFetcher {
+    /// A client with the same TLS and timeout settings as the registry client's.
+    pub(super) fn new(
+        opts: &ClientOptions,
+        extra_roots: &[oci_client::client::Certificate],
+        connect_timeout: Duration,
+        read_timeout: Duration,
+    ) -> Result<ManifestFetcher, String> {
+        let roots = extra_roots
+            .iter()
+            .map(reqwest::Certificate::try_from)
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| format!("--ca-file: {e}"))?;
+        let http = reqwest::Client::builder()
+            .danger_accept_invalid_certs(opts.skip_tls_verify)
+            .tls_certs_merge(roots)
+            .connect_timeout(connect_timeout)
+            .read_timeout(read_timeout)
+            .build()
+            .map_err(|e| format!("setting up the registry client: {e}"))?;
+        Ok(ManifestFetcher {
+            http,
+            insecure: opts.insecure_registries.clone(),
+            use_http: opts.use_http,
+            tokens: Mutex::new(HashMap::new()),
+        })
+    }
+
+    fn url(&self, r: &Reference) -> String {
+        let registry = r.resolve_registry();
+        let scheme = if self.use_http || self.insecure.iter().any(|i| i == registry) {
+            "http"
+        } else {
+            "https"
+        };
+        let at = r.digest().or(r.tag()).unwrap_or("latest");
+        let ns = r
+            .namespace()
+            .map(|ns| format!("?ns={ns}"))
+            .unwrap_or_default();
+        format!(
+            "{scheme}://{registry}/v2/{}/manifests/{at}{ns}",
+            r.repository()
+        )
+    }
+
+    /// The manifest `r` names, at most [`MAX_MANIFEST_BYTES`]; `what` starts every error
+    /// message.
+    pub(super) async fn fetch(
+        &self,
+        client: &Client,
+        r: &Reference,
+        auth: &RegistryAuth,
+        accept: &[&str],
+        what: &str,
+    ) -> Result<Bytes, RemoteError> {
+        let oci = |e: OciDistributionError| RemoteError::from_oci(what, &e);
+        let url = self.url(r);
+        let key = format!("{}/{}", r.resolve_registry(), r.repository());
+        let remembered = self.tokens.lock().ok().and_then(|t| t.get(&key).cloned());
+        let mut access = remembered.map_or_else(|| Access::of(auth), Access::Bearer);
+        let mut challenged = false;
+        let mut response = loop {
+            let request = self.http.get(&url).header(ACCEPT, accept.join(", "));
+            let response = access
+                .apply(request)
+                .send()
+                .await
+                .map_err(|e| oci(e.into()))?;
+            if response.status() != StatusCode::UNAUTHORIZED || challenged {
+                break response;
+            }
+            // First refusal: answer the registry's challenge (a token, or the credentials).
+            challenged = true;
+            match client
+                .auth(r, auth, RegistryOperation::Pull)
+                .await
+                .map_err(oci)?
+            {
+                Some(token) => {
+                    if let Ok(mut tokens) = self.tokens.lock() {
+                        tokens.insert(key.clone(), token.clone());
+                    }
+                    access = Access::Bearer(token);
+                }
+                None => access = Access::of(auth),
+            }
+        };
+        let status = response.status();
+        if !status.is_success() {
+            let body = read_capped(&mut response, MAX_ERROR_BYTES)
+                .await
+                .map_err(|e| oci(e.into()))?
+                .unwrap_or_default();
+            return Err(oci(registry_error(status, &body, &url)));
+        }
+        let too_big = || RemoteError {
+            message: format!("{what}: the manifest is larger than {MAX_MANIFEST_BYTES} bytes"),
+            transient: false,
+        };
+        if response
+            .content_length()
+            .is_some_and(|n| n > MAX_MANIFEST_BYTES)
+        {
+            return Err(too_big());
+        }
+        read_capped(&mut response, MAX_MANIFEST_BYTES as usize)
+            .await
+            .map_err(|e| oci(e.into()))?
+            .ok_or_else(too_big)
+    }
+}
+
+/// The body, or None as soon as it passes `max` bytes.
+async fn read_capped(
+    response: &mut reqwest::Response,
+    max: usize,
+) -> Result<Option<Bytes>, reqwest::Error> {
+    let mut body = BytesMut::new();
+    while let Some(chunk) = response.chunk().await? {
+        if body.len() + chunk.len() > max {
+            return Ok(None);
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(Some(body.freeze()))
+}
+
+/// A refused request in the terms oci-client uses, so that it is described and retried
+/// like every other registry error.
+fn registry_error(status: StatusCode, body: &[u8], url: &str) -> OciDistributionError {
+    let url = url.to_owned();
+    if status == StatusCode::UNAUTHORIZED {
+        return OciDistributionError::UnauthorizedError { url };
+    }
+    match serde_json::from_slice::<OciEnvelope>(body) {
+        Ok(envelope) if status.is_client_error() => {
+            OciDistributionError::RegistryError { envelope, url }
+        }
+        _ => OciDistributionError::ServerError {
+            code: status.as_u16(),
+            url,
+            message: String::from_utf8_lossy(body).into_owned(),
+        },
+    }
+}
