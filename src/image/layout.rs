@@ -105,19 +105,6 @@ fn read_capped(path: &Path, max: u64) -> Result<Vec<u8>, String> {
     Ok(data)
 }
 
-/// flock(2): (`File::lock` needs a newer Rust than this crate's MSRV.) Turning an exclusive
-/// lock into a shared one lets another process in between, which is harmless here: the
-/// cleaning is done by then.
-fn flock(file: &fs::File, operation: libc::c_int) -> io::Result<()> {
-    use std::os::fd::AsRawFd;
-    // SAFETY: flock only takes the descriptor, which `file` keeps open during the call.
-    if unsafe { libc::flock(file.as_raw_fd(), operation) } == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    }
-}
-
 /// The digest of a file's content, read as a stream.
 fn hash_file(path: &Path) -> Result<String, String> {
     let mut file = fs::File::open(path).map_err(|e| io_err(path, e))?;
@@ -143,7 +130,7 @@ impl Layout {
         let blobs = root.join("blobs/sha256");
         fs::create_dir_all(&blobs).map_err(|e| io_err(root, e))?;
         let lock = fs::File::open(root).map_err(|e| io_err(root, e))?;
-        if flock(&lock, libc::LOCK_EX | libc::LOCK_NB).is_ok() {
+        if lock.try_lock().is_ok() {
             for dir in [root, blobs.as_path()] {
                 for entry in fs::read_dir(dir).map_err(|e| io_err(dir, e))?.flatten() {
                     if entry.file_name().to_string_lossy().starts_with(".tmp") {
@@ -153,7 +140,9 @@ impl Layout {
                 }
             }
         }
-        flock(&lock, libc::LOCK_SH).map_err(|e| io_err(root, e))?;
+        // Turning the exclusive lock into a shared one lets another process in between,
+        // which is harmless: the cleaning is done by then.
+        lock.lock_shared().map_err(|e| io_err(root, e))?;
         let layout = Layout {
             root: root.to_owned(),
             _writing: Some(lock),
