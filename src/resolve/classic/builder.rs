@@ -206,14 +206,28 @@ impl<'u, 'p> Builder<'u, 'p> {
         });
         let mut ordered = Vec::new();
         for g in in_channel {
-            let chain = part.groups[g]
-                .chain
-                .as_ref()
-                .map_err(|e| ClassicError::Invalid(e.clone()))?;
-            ordered.extend_from_slice(chain);
+            match starting {
+                // OLM narrows the channel to the starting CSV before ordering it, so an
+                // entry that a later one skips can still be started from.
+                Some(name) => {
+                    let named = part.groups[g]
+                        .entries
+                        .iter()
+                        .copied()
+                        .filter(|&e| part.entries[e].name == *name)
+                        .collect();
+                    ordered.extend(part.chain_of(g, named).map_err(ClassicError::Invalid)?);
+                }
+                None => ordered.extend_from_slice(
+                    part.groups[g]
+                        .chain
+                        .as_ref()
+                        .map_err(|e| ClassicError::Invalid(e.clone()))?,
+                ),
+            }
         }
-        let kept: Vec<usize> = match (current, starting) {
-            (Some(cur), _) => {
+        let kept: Vec<usize> = match current {
+            Some(cur) => {
                 let cur = self.u.entry(cur);
                 ordered
                     .into_iter()
@@ -227,11 +241,7 @@ impl<'u, 'p> Builder<'u, 'p> {
                     })
                     .collect()
             }
-            (None, Some(name)) => ordered
-                .into_iter()
-                .filter(|&e| part.entries[e].name == *name)
-                .collect(),
-            (None, None) => ordered,
+            None => ordered,
         };
         Ok(Ok(kept
             .into_iter()

@@ -3,12 +3,31 @@ use std::collections::{HashMap, HashSet};
 
 use crate::catalog::types::ChannelEntry;
 
+/// What chain sorting reads from an entry: its name and its upgrade edges.
+pub trait Linked {
+    fn name(&self) -> &str;
+    fn replaces(&self) -> &str;
+    fn skips(&self) -> &[String];
+}
+
+impl Linked for ChannelEntry {
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn replaces(&self) -> &str {
+        &self.replaces
+    }
+    fn skips(&self) -> &[String] {
+        &self.skips
+    }
+}
+
 /// The channel's chain, head first, as indices into `entries`. Skipped entries and entries
 /// off the chain are dropped; zero heads, several heads and cycles are errors.
-pub fn sort_channel(
+pub fn sort_channel<E: Linked>(
     package: &str,
     channel: &str,
-    entries: &[&ChannelEntry],
+    entries: &[&E],
 ) -> Result<Vec<usize>, String> {
     if entries.is_empty() {
         return Ok(Vec::new());
@@ -16,15 +35,15 @@ pub fn sort_channel(
     let by_name: HashMap<&str, usize> = entries
         .iter()
         .enumerate()
-        .map(|(i, e)| (e.name.as_str(), i))
+        .map(|(i, e)| (e.name(), i))
         .collect();
     let mut replaced = vec![false; entries.len()];
     let mut skipped = vec![false; entries.len()];
     for e in entries {
-        if let Some(&i) = by_name.get(e.replaces.as_str()) {
+        if let Some(&i) = by_name.get(e.replaces()) {
             replaced[i] = true;
         }
-        for s in &e.skips {
+        for s in e.skips() {
             if let Some(&i) = by_name.get(s.as_str()) {
                 replaced[i] = true;
                 skipped[i] = true;
@@ -42,11 +61,11 @@ pub fn sort_channel(
         let mut chain = vec![head];
         let mut seen = HashSet::from([head]);
         let mut current = head;
-        while let Some(&next) = by_name.get(entries[current].replaces.as_str()) {
+        while let Some(&next) = by_name.get(entries[current].replaces()) {
             if !seen.insert(next) {
                 return Err(format!(
                     "a cycle exists in the chain of replacement beginning with {:?} in channel {channel:?} of package {package:?}",
-                    entries[head].name
+                    entries[head].name()
                 ));
             }
             chain.push(next);
@@ -60,8 +79,8 @@ pub fn sort_channel(
     let listed: Vec<String> = chains
         .iter()
         .map(|c| match c.as_slice() {
-            [only] => entries[*only].name.clone(),
-            [first, .., last] => format!("{}...{}", entries[*first].name, entries[*last].name),
+            [only] => entries[*only].name().to_owned(),
+            [first, .., last] => format!("{}...{}", entries[*first].name(), entries[*last].name()),
             [] => String::new(),
         })
         .collect();

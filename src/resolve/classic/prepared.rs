@@ -12,7 +12,7 @@ use crate::catalog::semver::{Range, Version};
 use crate::catalog::types::{Bundle, ChannelEntry, DeclarativeConfig, Property};
 use crate::resolve::predicate::{Predicate, Subject, decode};
 
-use super::chain::sort_channel;
+use super::chain::{Linked, sort_channel};
 use super::index::ProviderIndex;
 use super::requirements::requirements;
 
@@ -49,6 +49,18 @@ pub struct Entry {
     pub bundle_path: String,
     /// For installed CSVs: whether a subscription owns the CSV.
     pub owned: bool,
+}
+
+impl Linked for Entry {
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn replaces(&self) -> &str {
+        &self.replaces
+    }
+    fn skips(&self) -> &[String] {
+        &self.skips
+    }
 }
 
 impl Entry {
@@ -129,6 +141,8 @@ pub struct PreparedCatalog {
     /// Whether some name or property value holds a character that could make two solver
     /// identifiers spell the same (then the request is checked the slow, exact way).
     pub unusual_names: bool,
+    /// Whether this is the `@existing` pseudo-catalog.
+    installed: bool,
 }
 
 impl PreparedCatalog {
@@ -161,11 +175,7 @@ impl PreparedCatalog {
                 members.push(entries.len());
                 entries.push(catalog_entry(&channel.name, default_channel, ce, bundle));
             }
-            let refs: Vec<&ChannelEntry> = channel
-                .entries
-                .iter()
-                .filter(|ce| bundles.contains_key(&(channel.package.as_str(), ce.name.as_str())))
-                .collect();
+            let refs: Vec<&Entry> = members.iter().map(|&m| &entries[m]).collect();
             let chain = sort_channel(&channel.package, &channel.name, &refs)
                 .map(|order| order.into_iter().map(|i| members[i]).collect());
             groups.push(Group {
@@ -199,22 +209,32 @@ impl PreparedCatalog {
         prepared
     }
 
-    /// A catalog of the given entries, each its own group, in the given order (installed
-    /// CSVs, whose chain is the CSV itself).
+    /// The installed CSVs as a catalog: one group per package (`""` for CSVs without
+    /// one), ranked by package name as OLM ranks dependency candidates; a group's chain is
+    /// its members in the given order, ordered for real only among the providers of a
+    /// requirement.
     pub fn of_installed(entries: Vec<Entry>) -> PreparedCatalog {
-        let groups: Vec<Group> = entries
-            .iter()
-            .enumerate()
-            .map(|(e, entry)| Group {
-                package: entry.package.clone(),
-                channel: String::new(),
-                default_channel: false,
-                entries: vec![e],
-                chain: Ok(vec![e]),
-            })
-            .collect();
-        let ranked = (0..groups.len()).collect();
-        PreparedCatalog::assemble(entries, groups, ranked)
+        let mut groups: Vec<Group> = Vec::new();
+        for (e, entry) in entries.iter().enumerate() {
+            match groups.iter_mut().find(|g| g.package == entry.package) {
+                Some(g) => g.entries.push(e),
+                None => groups.push(Group {
+                    package: entry.package.clone(),
+                    channel: String::new(),
+                    default_channel: false,
+                    entries: vec![e],
+                    chain: Ok(Vec::new()),
+                }),
+            }
+        }
+        for g in &mut groups {
+            g.chain = Ok(g.entries.clone());
+        }
+        let mut ranked: Vec<usize> = (0..groups.len()).collect();
+        ranked.sort_by(|&a, &b| groups[a].package.cmp(&groups[b].package));
+        let mut prepared = PreparedCatalog::assemble(entries, groups, ranked);
+        prepared.installed = true;
+        prepared
     }
 
     fn assemble(entries: Vec<Entry>, groups: Vec<Group>, ranked: Vec<usize>) -> PreparedCatalog {
@@ -242,6 +262,7 @@ impl PreparedCatalog {
             package_groups,
             providers: HashMap::new(),
             unusual_names,
+            installed: false,
         }
     }
 
@@ -252,6 +273,14 @@ impl PreparedCatalog {
             Some(found) => found.clone(),
             None => self.find_providers(predicate),
         }
+    }
+
+    /// `members`, entries of group `g`, ordered as a channel holding only them.
+    pub fn chain_of(&self, g: usize, members: Vec<usize>) -> Result<Vec<usize>, String> {
+        let group = &self.groups[g];
+        let refs: Vec<&Entry> = members.iter().map(|&e| &self.entries[e]).collect();
+        let order = sort_channel(&group.package, &group.channel, &refs)?;
+        Ok(order.into_iter().map(|i| members[i]).collect())
     }
 
     fn find_providers(&self, predicate: &Predicate) -> Result<Vec<usize>, String> {
@@ -272,7 +301,14 @@ impl PreparedCatalog {
         let mut providers = Vec::new();
         for g in groups {
             let chain = self.groups[g].chain.as_ref().map_err(Clone::clone)?;
-            providers.extend(chain.iter().copied().filter(satisfies));
+            let found = chain.iter().copied().filter(satisfies).collect();
+            if self.installed {
+                // OLM orders the installed providers of one package as a channel of their
+                // own, without upgrade edges: two of them cannot be ordered.
+                providers.extend(self.chain_of(g, found)?);
+            } else {
+                providers.extend(found);
+            }
         }
         Ok(providers)
     }

@@ -385,3 +385,139 @@ fn colliding_identifiers_are_reported() {
         ))
     );
 }
+
+fn property(kind: &str, value: &str) -> Property {
+    Property {
+        kind: kind.into(),
+        value: value.into(),
+    }
+}
+
+const GVK_X: &str = r#"{"group":"x.io","kind":"X","version":"v1"}"#;
+
+/// Channel `stable` of package `foo`: `foo.v1.0.0`, then `foo.v2.0.0`, which replaces and
+/// skips it (a z-stream head); package `bar` requires API X.
+fn skipping_head() -> DeclarativeConfig {
+    let mut dc = catalog();
+    dc.packages.push(Package {
+        name: "foo".into(),
+        default_channel: "stable".into(),
+        ..Default::default()
+    });
+    dc.channels.push(Channel {
+        name: "stable".into(),
+        package: "foo".into(),
+        entries: vec![
+            entry("foo.v1.0.0", ""),
+            ChannelEntry {
+                skips: vec!["foo.v1.0.0".into()],
+                ..entry("foo.v2.0.0", "foo.v1.0.0")
+            },
+        ],
+        ..Default::default()
+    });
+    for (name, version) in [("foo.v1.0.0", "1.0.0"), ("foo.v2.0.0", "2.0.0")] {
+        dc.bundles.push(Bundle {
+            name: name.into(),
+            package: "foo".into(),
+            properties: vec![property(
+                "olm.package",
+                &format!(r#"{{"packageName":"foo","version":"{version}"}}"#),
+            )],
+            ..Default::default()
+        });
+    }
+    dc.packages.push(Package {
+        name: "bar".into(),
+        default_channel: "stable".into(),
+        ..Default::default()
+    });
+    dc.channels.push(Channel {
+        name: "stable".into(),
+        package: "bar".into(),
+        entries: vec![entry("bar.v1", "")],
+        ..Default::default()
+    });
+    dc.bundles.push(Bundle {
+        name: "bar.v1".into(),
+        package: "bar".into(),
+        properties: vec![
+            property("olm.package", r#"{"packageName":"bar","version":"1.0.0"}"#),
+            property("olm.gvk.required", GVK_X),
+        ],
+        ..Default::default()
+    });
+    dc
+}
+
+/// OLM narrows a subscription's channel to its startingCSV before ordering the channel, so
+/// an entry that the head skips, or one of a channel with two heads, can be started from.
+#[test]
+fn starting_csv_may_name_a_skipped_entry() {
+    let dc = skipping_head();
+    let mut req = request(&dc, "foo");
+    req.subscriptions[0].starting_csv = "foo.v1.0.0".into();
+    let got = resolve(&req).expect("resolves");
+    assert_eq!(
+        got.iter()
+            .map(|op| (op.id(), op.starting_csv.clone(), op.replaces.clone()))
+            .collect::<Vec<_>>(),
+        [(
+            "cat/ns/stable/foo.v1.0.0".to_owned(),
+            Some("foo.v1.0.0".to_owned()),
+            String::new()
+        )]
+    );
+    let mut req = request(&dc, "broken");
+    req.subscriptions[0].starting_csv = "b.v2".into();
+    let got = resolve(&req).expect("resolves");
+    assert_eq!(
+        got.iter().map(ResolvedOperator::id).collect::<Vec<_>>(),
+        ["cat/ns/stable/b.v2"]
+    );
+}
+
+/// Two installed CSVs of package `foo` provide X, which `bar.v1` requires: OLM orders them
+/// like a channel without upgrade edges, fails to, and fails the namespace.
+#[test]
+fn installed_providers_of_one_package_cannot_be_ordered() {
+    let dc = skipping_head();
+    let mut req = request(&dc, "bar");
+    let installed = |name: &str| InstalledCsv {
+        name: name.into(),
+        version: "1.0.0".into(),
+        replaces: "foo.v0".into(),
+        properties: Some(vec![
+            property("olm.gvk", GVK_X),
+            property("olm.package", r#"{"packageName":"foo","version":"1.0.0"}"#),
+        ]),
+        ..Default::default()
+    };
+    req.installed = vec![installed("foo.v1.0.0"), installed("foo-extra.v1.0.0")];
+    req.subscriptions.push(Subscription {
+        name: "foo-stable".into(),
+        package: "foo".into(),
+        channel: "stable".into(),
+        source: "cat".into(),
+        source_namespace: "ns".into(),
+        installed_csv: "foo.v1.0.0".into(),
+        ..Default::default()
+    });
+    assert_eq!(
+        resolve(&req),
+        Err(ClassicError::Invalid(
+            r#"a unique replacement chain within a channel is required to determine the relative order between channel entries, but 2 replacement chains were found in channel "" of package "foo": foo.v1.0.0, foo-extra.v1.0.0"#.into()
+        ))
+    );
+    // One installed provider per package orders fine: the unowned one stays and provides X
+    // while the owned one upgrades.
+    req.installed[1].properties.as_mut().expect("annotated")[1] = property(
+        "olm.package",
+        r#"{"packageName":"other","version":"1.0.0"}"#,
+    );
+    let got = resolve(&req).expect("resolves");
+    assert_eq!(
+        got.iter().map(ResolvedOperator::id).collect::<Vec<_>>(),
+        ["cat/ns/stable/bar.v1", "cat/ns/stable/foo.v2.0.0"]
+    );
+}
