@@ -461,3 +461,67 @@ async fn reflection_describes_the_resolution_service() {
         )]
     );
 }
+
+/// The catalogs a namespace resolves from are its own and the global namespace's (`olm`
+/// unless the request names another, none when excluded); a subscription to any other
+/// catalog finds nothing, in OLM's words, and the answer says why.
+#[tokio::test]
+async fn catalogs_outside_the_resolution_namespaces_are_invisible() {
+    let pair = pair().await;
+    let mut client = pair.client().await;
+    let c = || {
+        (
+            vec![csv(
+                "c.v1",
+                vec![gvk("c.example.com", "v1alpha1", "Cache")],
+                vec![],
+            )],
+            vec![subscription("c-stable", "c", "stable", "primary", "c.v1")],
+        )
+    };
+    let (installed, subscriptions) = c();
+    let mut request = classic(pair.catalogs(), installed, subscriptions);
+    request.global_namespace = "openshift-marketplace".into();
+    let answer = client.resolve(request).await.unwrap().into_inner();
+    let rule = "OLM resolves only from catalogs of the namespace itself and of the global catalog namespace openshift-marketplace";
+    assert_eq!(
+        answer,
+        ResolveResponse {
+            mode: Mode::Classic as i32,
+            namespace: "operators".into(),
+            unsatisfiable: Some(olm_registry::api::resolution::Unsatisfiable {
+                messages: vec![
+                    "no operators found from catalog primary in namespace olm referenced by subscription c-stable".into(),
+                    "subscription c-stable exists".into(),
+                ],
+            }),
+            warnings: vec![
+                format!("catalog primary/olm is not visible from namespace operators: {rule}"),
+                format!("catalog secondary/olm is not visible from namespace operators: {rule}"),
+            ],
+            ..ResolveResponse::default()
+        }
+    );
+
+    // The namespace's own catalog stays visible when the global namespace is excluded.
+    let (installed, mut subscriptions) = c();
+    subscriptions[0].source_namespace = "operators".into();
+    let mut catalogs = pair.catalogs();
+    catalogs[0].namespace = "operators".into();
+    let mut request = classic(catalogs, installed, subscriptions);
+    request.exclude_global_namespace_resolution = true;
+    let answer = client.resolve(request).await.unwrap().into_inner();
+    assert_eq!(
+        answer.warnings,
+        [
+            "catalog secondary/olm is not visible from namespace operators: OLM resolves only from catalogs of the namespace itself (its OperatorGroup excludes the global catalog namespace olm)"
+        ]
+    );
+    assert_eq!(
+        answer.results[0]
+            .bundle
+            .as_ref()
+            .map(|b| (b.name.as_str(), b.catalog.as_str())),
+        Some(("c.v2", "primary/operators"))
+    );
+}

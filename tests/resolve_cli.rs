@@ -488,3 +488,83 @@ subscription p (package p)
 "
     );
 }
+
+/// OLM resolves a namespace only from catalogs of that namespace and of the global catalog
+/// namespace (`olm` unless `globalNamespace` says otherwise; none with
+/// `excludeGlobalNamespaceResolution`). Another catalog is not even loaded (its directory
+/// does not exist), and a subscription to it finds nothing, in OLM's words.
+#[test]
+fn catalogs_outside_the_resolution_namespaces_are_invisible() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = "\
+mode: classic
+namespace: operators
+catalogs:
+  - {name: examples, namespace: team-b, directory: TEAM_B}
+  - {name: examples, namespace: olm, directory: OLM}
+subscriptions:
+  - {name: cache, package: cache-operator, channel: stable, source: examples, sourceNamespace: SOURCE}
+";
+    let request = |extra: &str, team_b: &str, olm: &str, source: &str| {
+        let text = base
+            .replace(
+                "namespace: operators\n",
+                &format!("namespace: operators\n{extra}"),
+            )
+            .replace("TEAM_B", team_b)
+            .replace("OLM", olm)
+            .replace("SOURCE", source);
+        let path = request_file(&dir, &text);
+        let (code, stdout, _) = run(&["resolve", path.to_str().unwrap()]);
+        (code, stdout)
+    };
+    assert_eq!(
+        request("", "does-not-exist", "CATALOG", "team-b"),
+        (
+            1,
+            "\
+warning: catalog examples/team-b is not visible from namespace operators: OLM resolves only from catalogs of the namespace itself and of the global catalog namespace olm
+classic resolution of namespace operators: no consistent set of operators exists, because:
+  - no operators found from catalog examples in namespace team-b referenced by subscription cache
+  - subscription cache exists
+"
+            .to_owned()
+        )
+    );
+    assert_eq!(
+        request(
+            "excludeGlobalNamespaceResolution: true\n",
+            "does-not-exist",
+            "does-not-exist",
+            "olm"
+        ),
+        (
+            1,
+            "\
+warning: catalog examples/team-b is not visible from namespace operators: OLM resolves only from catalogs of the namespace itself (its OperatorGroup excludes the global catalog namespace olm)
+warning: catalog examples/olm is not visible from namespace operators: OLM resolves only from catalogs of the namespace itself (its OperatorGroup excludes the global catalog namespace olm)
+classic resolution of namespace operators: no consistent set of operators exists, because:
+  - no operators found from catalog examples in namespace olm referenced by subscription cache
+  - subscription cache exists
+"
+            .to_owned()
+        )
+    );
+    let (code, stdout) = request(
+        "globalNamespace: team-b\n",
+        "CATALOG",
+        "does-not-exist",
+        "team-b",
+    );
+    assert_eq!(code, 0);
+    assert_eq!(
+        stdout.lines().take(6).collect::<Vec<_>>().join("\n"),
+        "\
+warning: catalog examples/olm is not visible from namespace operators: OLM resolves only from catalogs of the namespace itself and of the global catalog namespace team-b
+classic resolution of namespace operators:
+
+subscription cache (package cache-operator)
+  bundle:     cache-operator.v1.2.0 (version 1.2.0)
+  channel:    stable"
+    );
+}

@@ -35,6 +35,7 @@ impl Resolution for ResolutionService {
         let mut loaded: Vec<Loaded> = Vec::with_capacity(request.catalogs.len());
         for c in &request.catalogs {
             loaded.push(match c.address.as_deref() {
+                _ if !request.resolves_from(c) => service::not_loaded(),
                 None => Ok(self.local().await?),
                 Some(address) => self.remote.get(address).await,
             });
@@ -220,6 +221,12 @@ fn to_model(r: ResolveRequest) -> Result<model::Request, String> {
         mode,
         namespace: r.namespace,
         upgrade_strategy,
+        global_namespace: if r.global_namespace.is_empty() {
+            model::default_global_namespace()
+        } else {
+            r.global_namespace
+        },
+        exclude_global_namespace_resolution: r.exclude_global_namespace_resolution,
         catalogs,
         installed,
         subscriptions,

@@ -67,6 +67,15 @@ pub(super) fn resolve(req: &Request, loaded: &[Loaded]) -> Result<Outcome, Strin
     let mut unavailable = BTreeMap::new();
     for (spec, catalog) in req.catalogs.iter().zip(loaded) {
         let namespace = req.catalog_namespace(spec);
+        if !req.resolves_from(spec) {
+            outcome.warnings.push(format!(
+                "catalog {}/{namespace} is not visible from namespace {}: {}",
+                spec.name,
+                req.namespace,
+                visibility_rule(req)
+            ));
+            continue;
+        }
         match catalog {
             Ok(c) => {
                 catalogs.sources.push(CatalogSource {
@@ -413,6 +422,21 @@ impl Context<'_> {
             }
         }
         steps
+    }
+}
+
+/// Why OLM sees only some catalogs, for the warning about one it does not see.
+fn visibility_rule(req: &Request) -> String {
+    if req.exclude_global_namespace_resolution {
+        format!(
+            "OLM resolves only from catalogs of the namespace itself (its OperatorGroup excludes the global catalog namespace {})",
+            req.global_namespace
+        )
+    } else {
+        format!(
+            "OLM resolves only from catalogs of the namespace itself and of the global catalog namespace {}",
+            req.global_namespace
+        )
     }
 }
 

@@ -99,6 +99,12 @@ impl Catalog {
 /// A catalog, or why it could not be loaded (naming where it was looked for).
 pub type Loaded = Result<Catalog, String>;
 
+/// What a caller passes for a catalog the request cannot use ([`Request::resolves_from`]),
+/// instead of loading it.
+pub fn not_loaded() -> Loaded {
+    Err("not loaded: the resolution cannot use it".to_owned())
+}
+
 /// Resolves `req` against `catalogs` (in the order of `req.catalogs`). An error means the
 /// request cannot be resolved at all (a catalog's channel cannot be ordered, say); a
 /// resolution that finds nothing is an answer, with its explanation.
