@@ -6,8 +6,9 @@ mod common;
 use common::{Server, fixture};
 use olm_registry::api::resolution::resolution_client::ResolutionClient;
 use olm_registry::api::resolution::{
-    Catalog, ChosenBundle, ClusterCrd, ClusterFacts, GroupVersionKind, InstalledCsv, Mode,
-    OpenShift, ResolveRequest, ResolveResponse, Result as Answer, Step, Subscription,
+    BundleLookup, Catalog, ChosenBundle, ClusterCrd, ClusterFacts, GroupVersionKind, InstallPlan,
+    InstalledCsv, Mode, OpenShift, ResolveRequest, ResolveResponse, Result as Answer, Step,
+    Subscription, UpdatedSubscription,
 };
 use prost::Message;
 use tonic::Code;
@@ -143,12 +144,42 @@ fn unchanged(request: &str, package: &str, csv: &str) -> Answer {
     }
 }
 
+/// A classic answer that resolves: its install plan is empty unless the test sets one.
 fn response(results: Vec<Answer>) -> ResolveResponse {
     ResolveResponse {
         mode: Mode::Classic as i32,
         namespace: "operators".into(),
         results,
+        install_plan: Some(InstallPlan::default()),
         ..ResolveResponse::default()
+    }
+}
+
+/// The bundle lookup of `name` at version 2.0.0, upgrading `replaces`, with the
+/// `olm.package` property followed by `more` (type, value).
+fn lookup(name: &str, replaces: &str, catalog: &str, more: &[(&str, &str)]) -> BundleLookup {
+    let package = &name[..1];
+    let properties: Vec<String> = std::iter::once((
+        "olm.package",
+        format!(r#"{{"packageName":"{package}","version":"2.0.0"}}"#),
+    ))
+    .chain(more.iter().map(|(t, v)| (*t, (*v).to_owned())))
+    .map(|(t, v)| format!(r#"{{"type":"{t}","value":{v}}}"#))
+    .collect();
+    BundleLookup {
+        identifier: name.into(),
+        path: format!("registry.example.com/{package}-bundle:v2.0.0"),
+        replaces: replaces.into(),
+        catalog: catalog.into(),
+        properties: format!(r#"{{"properties":[{}]}}"#, properties.join(",")),
+    }
+}
+
+fn updated(name: &str, current: &str, installed: &str) -> UpdatedSubscription {
+    UpdatedSubscription {
+        name: name.into(),
+        current_csv: current.into(),
+        installed_csv: installed.into(),
     }
 }
 
@@ -186,12 +217,37 @@ async fn version_deadlock_upgrades_both_operators_in_one_resolution() {
         .await
         .unwrap()
         .into_inner();
+    let gvk = |n: u8| format!(r#"{{"group":"g{n}","kind":"k{n}","version":"v{n}"}}"#);
+    let (g3, g4) = (gvk(3), gvk(4));
     assert_eq!(
         answer,
-        response(vec![
-            upgrade("a-alpha", "a", "a.v1", "a.v2", "primary/olm"),
-            upgrade("b-alpha", "b", "b.v1", "b.v2", "secondary/olm"),
-        ])
+        ResolveResponse {
+            install_plan: Some(InstallPlan {
+                steps: vec![],
+                bundle_lookups: vec![
+                    lookup(
+                        "a.v2",
+                        "a.v1",
+                        "primary/olm",
+                        &[("olm.gvk", &g3), ("olm.gvk.required", &g4)]
+                    ),
+                    lookup(
+                        "b.v2",
+                        "b.v1",
+                        "secondary/olm",
+                        &[("olm.gvk", &g4), ("olm.gvk.required", &g3)]
+                    ),
+                ],
+                updated_subscriptions: vec![
+                    updated("a-alpha", "a.v2", "a.v1"),
+                    updated("b-alpha", "b.v2", "b.v1"),
+                ],
+            }),
+            ..response(vec![
+                upgrade("a-alpha", "a", "a.v1", "a.v2", "primary/olm"),
+                upgrade("b-alpha", "b", "b.v1", "b.v2", "secondary/olm"),
+            ])
+        }
     );
 }
 
@@ -224,7 +280,18 @@ async fn deprecating_a_dependent_api_keeps_its_provider() {
     if let Some(b) = up.bundle.as_mut() {
         b.channel = "stable".into();
     }
-    assert_eq!(answer, response(vec![up]));
+    let c = r#"{"group":"c.example.com","kind":"C","version":"v1"}"#;
+    assert_eq!(
+        answer,
+        ResolveResponse {
+            install_plan: Some(InstallPlan {
+                steps: vec![],
+                bundle_lookups: vec![lookup("y.v2", "y.v1", "secondary/olm", &[("olm.gvk", c)])],
+                updated_subscriptions: vec![updated("y-stable", "y.v2", "y.v1")],
+            }),
+            ..response(vec![up])
+        }
+    );
 }
 
 #[tokio::test]

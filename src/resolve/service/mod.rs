@@ -13,7 +13,7 @@ mod v1;
 use std::sync::{Arc, OnceLock};
 
 use crate::catalog::property::{self, BUNDLE_OBJECT, CSV_METADATA};
-use crate::catalog::types::DeclarativeConfig;
+use crate::catalog::types::{Bundle, DeclarativeConfig};
 use crate::resolve::classic::PreparedCatalog;
 use crate::resolve::safety::BundleManifests;
 
@@ -70,29 +70,41 @@ impl Catalog {
         channel: &str,
         name: &str,
     ) -> Result<BundleManifests, String> {
+        let objects = self.objects(package, channel, name)?;
+        let csv_metadata = self
+            .manifests
+            .is_none()
+            .then(|| self.bundle(package, name))
+            .flatten()
+            .and_then(|b| b.properties.iter().find(|p| p.kind == CSV_METADATA))
+            .map(|p| p.value.as_str());
+        BundleManifests::from_json(&objects, csv_metadata)
+    }
+
+    /// A bundle's manifests as JSON texts (none for a bundle the content lacks).
+    pub fn objects(&self, package: &str, channel: &str, name: &str) -> Result<Vec<String>, String> {
         if let Some(source) = &self.manifests {
-            return BundleManifests::from_json(&source.objects(package, channel, name)?, None);
+            return source.objects(package, channel, name);
         }
-        let Some(bundle) = self
-            .content
-            .bundles
-            .iter()
-            .find(|b| b.package == package && b.name == name)
-        else {
-            return Ok(BundleManifests::default());
-        };
         let mut objects = Vec::new();
-        for p in bundle.properties.iter().filter(|p| p.kind == BUNDLE_OBJECT) {
+        let properties = self.bundle(package, name).map(|b| &b.properties);
+        for p in properties
+            .into_iter()
+            .flatten()
+            .filter(|p| p.kind == BUNDLE_OBJECT)
+        {
             if let property::Typed::BundleObject { data } = property::parse(p)? {
                 objects.push(property::decode_bundle_object(&data)?);
             }
         }
-        let csv_metadata = bundle
-            .properties
+        Ok(objects)
+    }
+
+    fn bundle(&self, package: &str, name: &str) -> Option<&Bundle> {
+        self.content
+            .bundles
             .iter()
-            .find(|p| p.kind == CSV_METADATA)
-            .map(|p| p.value.as_str());
-        BundleManifests::from_json(&objects, csv_metadata)
+            .find(|b| b.package == package && b.name == name)
     }
 }
 

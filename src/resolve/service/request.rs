@@ -145,7 +145,7 @@ pub struct GvkSpec {
     pub kind: String,
 }
 
-/// Subscription `spec` fields, plus `status.installedCSV`.
+/// Subscription `spec` fields, plus `status.installedCSV` and `status.currentCSV`.
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SubscriptionSpec {
@@ -161,6 +161,9 @@ pub struct SubscriptionSpec {
     pub starting_csv: String,
     #[serde(default, rename = "installedCSV")]
     pub installed_csv: String,
+    /// `status.currentCSV`.
+    #[serde(default, rename = "currentCSV")]
+    pub current_csv: String,
 }
 
 /// ClusterExtension `spec.source.catalog` fields, plus the installed bundle.
