@@ -521,3 +521,34 @@ fn installed_providers_of_one_package_cannot_be_ordered() {
         ["cat/ns/stable/bar.v1", "cat/ns/stable/foo.v2.0.0"]
     );
 }
+
+/// A malformed requirement of a reachable bundle fails the namespace with OLM's words (the
+/// raw Go decoding error for legacy requirement types), not as an unsatisfiable result.
+#[test]
+fn malformed_requirements_fail_the_namespace_in_olms_words() {
+    let mut dc = skipping_head();
+    let bar = dc
+        .bundles
+        .iter_mut()
+        .find(|b| b.name == "bar.v1")
+        .expect("bar");
+    bar.properties[1] = property("olm.gvk.required", r#"{"group":1}"#);
+    assert_eq!(
+        resolve(&request(&dc, "bar")),
+        Err(ClassicError::Invalid(
+            "json: cannot unmarshal number into Go struct field .group of type string".into()
+        ))
+    );
+    let bar = dc
+        .bundles
+        .iter_mut()
+        .find(|b| b.name == "bar.v1")
+        .expect("bar");
+    bar.properties[1] = property("olm.constraint", r#"{"gvk":{"group":"x.io"}"#);
+    assert_eq!(
+        resolve(&request(&dc, "bar")),
+        Err(ClassicError::Invalid(
+            "parse olm.constraint: unexpected EOF".into()
+        ))
+    );
+}
