@@ -13,6 +13,7 @@ use olm_registry::catalog::types::{
     Bundle, Channel, ChannelEntry, DeclarativeConfig, DeprecationEntry, DeprecationReference,
     Deprecations, Package, Property,
 };
+use olm_registry::resolve::classic::chain::Links;
 use olm_registry::resolve::classic::{
     self, CatalogSource, ClassicError, ClassicRequest, Gvk, InstallPlan, InstalledCsv, PlanStep,
     Subscription, UpgradeStrategy,
@@ -572,8 +573,8 @@ fn run_classic(s: &Value, seen: &HashMap<String, Value>) -> Check {
 fn chain_case(case: &Value, path: &str) -> Check {
     known_keys(case, path, &["in", "out", "error"])?;
     let entries = entry_list(&case["in"], &format!("{path}.in"))?;
-    let refs: Vec<&ChannelEntry> = entries.iter().collect();
-    let got = classic::chain::sort_channel("package", "channel", &refs).map(|order| {
+    let links: Vec<Links> = entries.iter().map(Links::from).collect();
+    let got = classic::chain::sort_channel("package", "channel", &links).map(|order| {
         order
             .iter()
             .map(|&i| entries[i].name.clone())

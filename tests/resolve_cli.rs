@@ -687,11 +687,14 @@ properties:
         )
         .unwrap();
     };
+    let plan = || {
+        let (code, stdout, stderr) = run(&["resolve", path.to_str().unwrap()]);
+        assert_eq!(code, 0, "{stderr}");
+        stdout.split("\ninstall plan:\n").nth(1).map(str::to_owned)
+    };
     write("{name: app, package: app, source: c}", "");
-    let (code, stdout, stderr) = run(&["resolve", path.to_str().unwrap()]);
-    assert_eq!(code, 0, "{stderr}");
     assert_eq!(
-        stdout.split("\ninstall plan:\n").nth(1),
+        plan().as_deref(),
         Some(
             "  bundle lookup: db.v1 from registry.example.com/db:v1 (catalog c/ns)
   step: ClusterServiceVersion app.v1 (operators.coreos.com/v1alpha1) for app.v1
@@ -739,10 +742,8 @@ properties:
         "{name: app, package: app, source: c, currentCSV: app.v1}",
         "{name: app.v1, version: 1.0.0}",
     );
-    let (code, stdout, stderr) = run(&["resolve", path.to_str().unwrap()]);
-    assert_eq!(code, 0, "{stderr}");
     assert_eq!(
-        stdout.split("\ninstall plan:\n").nth(1),
+        plan().as_deref(),
         Some(
             "  bundle lookup: db.v1 from registry.example.com/db:v1 (catalog c/ns)
   step: Subscription db-stable-c-ns (operators.coreos.com/v1alpha1) for db.v1

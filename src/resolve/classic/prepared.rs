@@ -12,7 +12,7 @@ use crate::catalog::semver::{Range, Version};
 use crate::catalog::types::{Bundle, ChannelEntry, DeclarativeConfig, Property};
 use crate::resolve::predicate::{Predicate, Subject, decode};
 
-use super::chain::{Linked, sort_channel};
+use super::chain::{Links, sort_channel};
 use super::index::ProviderIndex;
 use super::requirements::requirements;
 
@@ -51,19 +51,15 @@ pub struct Entry {
     pub owned: bool,
 }
 
-impl Linked for Entry {
-    fn name(&self) -> &str {
-        &self.name
-    }
-    fn replaces(&self) -> &str {
-        &self.replaces
-    }
-    fn skips(&self) -> &[String] {
-        &self.skips
-    }
-}
-
 impl Entry {
+    pub fn links(&self) -> Links<'_> {
+        Links {
+            name: &self.name,
+            replaces: &self.replaces,
+            skips: &self.skips,
+        }
+    }
+
     pub fn subject(&self) -> Subject<'_> {
         Subject {
             package: &self.package,
@@ -175,8 +171,8 @@ impl PreparedCatalog {
                 members.push(entries.len());
                 entries.push(catalog_entry(&channel.name, default_channel, ce, bundle));
             }
-            let refs: Vec<&Entry> = members.iter().map(|&m| &entries[m]).collect();
-            let chain = sort_channel(&channel.package, &channel.name, &refs)
+            let links: Vec<Links> = members.iter().map(|&m| entries[m].links()).collect();
+            let chain = sort_channel(&channel.package, &channel.name, &links)
                 .map(|order| order.into_iter().map(|i| members[i]).collect());
             groups.push(Group {
                 package: channel.package.clone(),
@@ -278,8 +274,8 @@ impl PreparedCatalog {
     /// `members`, entries of group `g`, ordered as a channel holding only them.
     pub fn chain_of(&self, g: usize, members: Vec<usize>) -> Result<Vec<usize>, String> {
         let group = &self.groups[g];
-        let refs: Vec<&Entry> = members.iter().map(|&e| &self.entries[e]).collect();
-        let order = sort_channel(&group.package, &group.channel, &refs)?;
+        let links: Vec<Links> = members.iter().map(|&e| self.entries[e].links()).collect();
+        let order = sort_channel(&group.package, &group.channel, &links)?;
         Ok(order.into_iter().map(|i| members[i]).collect())
     }
 

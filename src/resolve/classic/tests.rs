@@ -395,58 +395,60 @@ fn property(kind: &str, value: &str) -> Property {
 
 const GVK_X: &str = r#"{"group":"x.io","kind":"X","version":"v1"}"#;
 
+/// Adds `package` with the single (default) channel `stable` holding `entries`, and the
+/// bundles named after them with the given version and further properties.
+fn add_package(
+    dc: &mut DeclarativeConfig,
+    package: &str,
+    entries: Vec<ChannelEntry>,
+    bundles: &[(&str, Vec<Property>)],
+) {
+    dc.packages.push(Package {
+        name: package.into(),
+        default_channel: "stable".into(),
+        ..Default::default()
+    });
+    for (e, (version, more)) in entries.iter().zip(bundles) {
+        let mut properties = vec![property(
+            "olm.package",
+            &format!(r#"{{"packageName":"{package}","version":"{version}"}}"#),
+        )];
+        properties.extend(more.iter().cloned());
+        dc.bundles.push(Bundle {
+            name: e.name.clone(),
+            package: package.into(),
+            properties,
+            ..Default::default()
+        });
+    }
+    dc.channels.push(Channel {
+        name: "stable".into(),
+        package: package.into(),
+        entries,
+        ..Default::default()
+    });
+}
+
 /// Channel `stable` of package `foo`: `foo.v1.0.0`, then `foo.v2.0.0`, which replaces and
 /// skips it (a z-stream head); package `bar` requires API X.
 fn skipping_head() -> DeclarativeConfig {
     let mut dc = catalog();
-    dc.packages.push(Package {
-        name: "foo".into(),
-        default_channel: "stable".into(),
-        ..Default::default()
-    });
-    dc.channels.push(Channel {
-        name: "stable".into(),
-        package: "foo".into(),
-        entries: vec![
-            entry("foo.v1.0.0", ""),
-            ChannelEntry {
-                skips: vec!["foo.v1.0.0".into()],
-                ..entry("foo.v2.0.0", "foo.v1.0.0")
-            },
-        ],
-        ..Default::default()
-    });
-    for (name, version) in [("foo.v1.0.0", "1.0.0"), ("foo.v2.0.0", "2.0.0")] {
-        dc.bundles.push(Bundle {
-            name: name.into(),
-            package: "foo".into(),
-            properties: vec![property(
-                "olm.package",
-                &format!(r#"{{"packageName":"foo","version":"{version}"}}"#),
-            )],
-            ..Default::default()
-        });
-    }
-    dc.packages.push(Package {
-        name: "bar".into(),
-        default_channel: "stable".into(),
-        ..Default::default()
-    });
-    dc.channels.push(Channel {
-        name: "stable".into(),
-        package: "bar".into(),
-        entries: vec![entry("bar.v1", "")],
-        ..Default::default()
-    });
-    dc.bundles.push(Bundle {
-        name: "bar.v1".into(),
-        package: "bar".into(),
-        properties: vec![
-            property("olm.package", r#"{"packageName":"bar","version":"1.0.0"}"#),
-            property("olm.gvk.required", GVK_X),
-        ],
-        ..Default::default()
-    });
+    let head = ChannelEntry {
+        skips: vec!["foo.v1.0.0".into()],
+        ..entry("foo.v2.0.0", "foo.v1.0.0")
+    };
+    add_package(
+        &mut dc,
+        "foo",
+        vec![entry("foo.v1.0.0", ""), head],
+        &[("1.0.0", vec![]), ("2.0.0", vec![])],
+    );
+    add_package(
+        &mut dc,
+        "bar",
+        vec![entry("bar.v1", "")],
+        &[("1.0.0", vec![property("olm.gvk.required", GVK_X)])],
+    );
     dc
 }
 
@@ -526,29 +528,22 @@ fn installed_providers_of_one_package_cannot_be_ordered() {
 /// raw Go decoding error for legacy requirement types), not as an unsatisfiable result.
 #[test]
 fn malformed_requirements_fail_the_namespace_in_olms_words() {
-    let mut dc = skipping_head();
-    let bar = dc
-        .bundles
-        .iter_mut()
-        .find(|b| b.name == "bar.v1")
-        .expect("bar");
-    bar.properties[1] = property("olm.gvk.required", r#"{"group":1}"#);
-    assert_eq!(
-        resolve(&request(&dc, "bar")),
-        Err(ClassicError::Invalid(
-            "json: cannot unmarshal number into Go struct field .group of type string".into()
-        ))
-    );
-    let bar = dc
-        .bundles
-        .iter_mut()
-        .find(|b| b.name == "bar.v1")
-        .expect("bar");
-    bar.properties[1] = property("olm.constraint", r#"{"gvk":{"group":"x.io"}"#);
-    assert_eq!(
-        resolve(&request(&dc, "bar")),
-        Err(ClassicError::Invalid(
-            "parse olm.constraint: unexpected EOF".into()
-        ))
-    );
+    for (requirement, message) in [
+        (
+            property("olm.gvk.required", r#"{"group":1}"#),
+            "json: cannot unmarshal number into Go struct field .group of type string",
+        ),
+        (
+            property("olm.constraint", r#"{"gvk":{"group":"x.io"}"#),
+            "parse olm.constraint: unexpected EOF",
+        ),
+    ] {
+        let mut dc = skipping_head();
+        let bar = dc.bundles.iter_mut().find(|b| b.name == "bar.v1");
+        bar.expect("bar").properties[1] = requirement;
+        assert_eq!(
+            resolve(&request(&dc, "bar")),
+            Err(ClassicError::Invalid(message.into()))
+        );
+    }
 }
