@@ -1476,42 +1476,92 @@ fn v1_catalogs(
             .collect();
     }
     let mut out = Vec::new();
-    for (name, body) in spec.as_mapping().into_iter().flatten() {
-        let name = text_of(name);
-        let priority = field(body, "priority").and_then(Value::as_i64).unwrap_or(0) as i32;
-        let available = field(body, "available")
-            .and_then(Value::as_bool)
-            .unwrap_or(true);
+    for (name, body) in pairs(spec, "catalogs")? {
+        let path = format!("catalogs.{name}");
+        // `empty`, `GEN(<package>)`, or a body (whose `content` is a GEN fixture).
+        let is_gen = |v: &Value| matches!(v, Value::String(s) if s == &format!("GEN({package})"));
         let content = match body {
             Value::String(s) if s == "empty" => DeclarativeConfig::default(),
-            Value::String(s) if s.starts_with("GEN(") => gen_fixture()?,
-            _ if field(body, "content").is_some() => gen_fixture()?,
-            _ => v1_content(body, package)?,
+            v if is_gen(v) => gen_fixture()?,
+            Value::String(s) => return Err(format!("{path}: no rule reads {s:?}")),
+            _ => {
+                known_keys(
+                    body,
+                    &path,
+                    &[
+                        "priority",
+                        "available",
+                        "content",
+                        "channels",
+                        "bundles",
+                        "deprecations",
+                    ],
+                )?;
+                match field(body, "content") {
+                    Some(c) if is_gen(c) => gen_fixture()?,
+                    Some(c) => return Err(format!("{path}.content: no rule reads {c:?}")),
+                    None => v1_content(body, package)?,
+                }
+            }
+        };
+        let priority = match field(body, "priority") {
+            None => 0,
+            Some(p) => p
+                .as_i64()
+                .and_then(|p| i32::try_from(p).ok())
+                .ok_or(format!(
+                    "{path}.priority: an integer is expected, not {p:?}"
+                ))?,
+        };
+        let available = match field(body, "available") {
+            None => true,
+            Some(Value::Bool(b)) => *b,
+            Some(other) => return Err(format!("{path}.available: true or false, not {other:?}")),
         };
         out.push(catalog(&name, content, priority, available));
     }
     Ok(out)
 }
 
-fn v1_request(spec: &Value) -> V1Request {
-    let installed = field(spec, "installed").map(|i| InstalledBundle {
-        name: text_of(&i["name"]),
-        version: text_of(&i["version"]),
-    });
-    let policy = match text_of(&spec["policy"]).as_str() {
-        "SelfCertified" => UpgradePolicy::SelfCertified,
-        _ => UpgradePolicy::CatalogProvided,
+fn v1_request(spec: &Value) -> Result<V1Request, String> {
+    known_keys(
+        spec,
+        "request",
+        &[
+            "package",
+            "channels",
+            "version",
+            "policy",
+            "selector",
+            "installed",
+        ],
+    )?;
+    let installed = match field(spec, "installed") {
+        None => None,
+        Some(i) => {
+            known_keys(i, "request.installed", &["name", "version"])?;
+            Some(InstalledBundle {
+                name: scalar(&i["name"], "request.installed.name")?,
+                version: scalar(&i["version"], "request.installed.version")?,
+            })
+        }
     };
-    V1Request {
-        package: field(spec, "package")
-            .map(text_of)
-            .unwrap_or_else(|| "p".to_owned()),
-        channels: list(&spec["channels"]),
-        version: text_of(&spec["version"]),
+    let policy = match scalar(&spec["policy"], "request.policy")?.as_str() {
+        "SelfCertified" => UpgradePolicy::SelfCertified,
+        "CatalogProvided" | "" => UpgradePolicy::CatalogProvided,
+        other => return Err(format!("request.policy: unknown policy {other:?}")),
+    };
+    Ok(V1Request {
+        package: match scalar(&spec["package"], "request.package")? {
+            p if p.is_empty() => "p".to_owned(),
+            p => p,
+        },
+        channels: scalars(&spec["channels"], "request.channels")?,
+        version: scalar(&spec["version"], "request.version")?,
         policy,
         selector: field(spec, "selector").map(selector),
         installed,
-    }
+    })
 }
 
 fn selector(v: &Value) -> LabelSelector {
@@ -1546,11 +1596,41 @@ fn run_v1(s: &Value, ctx: &Context) -> Check {
     if field(s, "bundles").is_some() && field(s, "channel_stable").is_none() {
         return v1_semver_successors(s);
     }
-    let cases: Vec<Value> = match field(s, "cases").and_then(Value::as_sequence) {
-        Some(cases) => cases.clone(),
+    known_keys(
+        s,
+        "scenario",
+        &[
+            "id",
+            "source",
+            "catalogs",
+            "request",
+            "expect",
+            "cases",
+            "resolver_wrapping",
+        ],
+    )?;
+    let cases: Vec<Value> = match field(s, "cases") {
+        Some(cases) => items(cases, "cases")?.to_vec(),
         None => vec![Value::Mapping(Default::default())],
     };
     for (i, case) in cases.iter().enumerate() {
+        known_keys(
+            case,
+            &format!("cases[{i}]"),
+            &[
+                "catalogs",
+                "error",
+                "expect",
+                "installed",
+                "match",
+                "property",
+                "range",
+                "request",
+                "selector",
+                "successors_or_self",
+                "version",
+            ],
+        )?;
         if let Some(range) = field(case, "range") {
             v1_range_case(range, case)?;
             continue;
@@ -1563,7 +1643,7 @@ fn run_v1(s: &Value, ctx: &Context) -> Check {
             field(case, "request")
                 .or_else(|| field(s, "request"))
                 .unwrap_or(&Value::Null),
-        );
+        )?;
         if let Some(version) = field(case, "version") {
             request.version = text_of(version);
         }
@@ -2015,7 +2095,7 @@ fn unreadable_scenarios_fail_naming_the_field() {
             seen: HashMap::new(),
             gen_fixture: None,
         };
-        match run("C99", &s, &ctx) {
+        match run(&text_of(&s["id"]), &s, &ctx) {
             Verdict::Pass => "PASS".to_owned(),
             Verdict::Fail(reason) => reason,
             Verdict::Skip(reason) => format!("SKIP {reason}"),
@@ -2083,6 +2163,22 @@ fn unreadable_scenarios_fail_naming_the_field() {
     }
     let cases = format!("{{id: C99, catalogs: {catalog}, cases: [{{installed: {installed}}}]}}");
     assert_eq!(verdict(&cases), "cases[0].expect: required");
+    for (v1, reason) in [
+        (
+            r#"{id: V99, catalogs: {a: "GEN(q)"}, request: {package: p}, expect: {bundle: p.v1}}"#,
+            r#"catalogs.a: no rule reads "GEN(q)""#,
+        ),
+        (
+            "{id: V99, request: {package: p, policy: Newest}, expect: {bundle: p.v1}}",
+            r#"request.policy: unknown policy "Newest""#,
+        ),
+        (
+            "{id: V99, cases: [{request: {pkg: p}, expect: {bundle: p.v1}}]}",
+            "request.pkg: not a field of the notation",
+        ),
+    ] {
+        assert_eq!(verdict(v1), reason);
+    }
     let cases = format!("{{id: C99, catalogs: {catalog}, cases: []}}");
     assert_eq!(verdict(&cases), "cases: empty");
     let cases = format!("{{id: C99, catalogs: {catalog}, cases: {{installed: {installed}}}}}");
