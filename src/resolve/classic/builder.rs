@@ -67,8 +67,22 @@ impl<'u, 'p> Builder<'u, 'p> {
             starting_csv: HashMap::new(),
             provider_cache: HashMap::new(),
         };
+        // Like OLM, a subscription whose channels cannot be ordered or whose reachable
+        // bundles have broken requirements does not stop the others from being looked at:
+        // every such error is reported, once each, in the order found.
+        let mut errors: Vec<String> = Vec::new();
+        let mut report = |e: ClassicError| match e {
+            ClassicError::Invalid(message) if !errors.contains(&message) => errors.push(message),
+            _ => {}
+        };
         for s in &req.subscriptions {
-            let candidates = b.subscription(s)?;
+            let candidates = match b.subscription(s)? {
+                Ok(candidates) => candidates,
+                Err(e) => {
+                    report(e);
+                    Candidates::Found(Rc::from([]))
+                }
+            };
             b.subscriptions.push(candidates);
         }
         for e in 0..u.part(0).entries.len() {
@@ -77,10 +91,18 @@ impl<'u, 'p> Builder<'u, 'p> {
         while b.next < b.order.len() {
             let e = b.order[b.next];
             b.next += 1;
-            let found = b.requirements(e)?;
+            let found = b.requirements(e).unwrap_or_else(|e| {
+                report(e);
+                Vec::new()
+            });
             b.dependencies.push(found);
         }
-        Ok(b)
+        match errors.as_slice() {
+            [] => Ok(b),
+            [one] => Err(ClassicError::Invalid(one.clone())),
+            // Kubernetes' error aggregate, as OLM prints it.
+            many => Err(ClassicError::Invalid(format!("[{}]", many.join(", ")))),
+        }
     }
 
     /// Makes entry `e` a variable, once.
@@ -91,8 +113,12 @@ impl<'u, 'p> Builder<'u, 'p> {
         }
     }
 
-    /// The subscription's candidates (§2.6).
-    fn subscription(&mut self, s: &Subscription) -> Result<Candidates, ClassicError> {
+    /// The subscription's candidates (§2.6). The outer error stops the resolution at once;
+    /// the inner one (a channel that cannot be ordered) is reported with the others.
+    fn subscription(
+        &mut self,
+        s: &Subscription,
+    ) -> Result<Result<Candidates, ClassicError>, ClassicError> {
         if s.source.is_empty() || s.source_namespace.is_empty() {
             return Err(ClassicError::Invalid(format!(
                 "subscription {} must name its source catalog and the catalog's namespace",
@@ -100,9 +126,10 @@ impl<'u, 'p> Builder<'u, 'p> {
             )));
         }
         let current = self.current(s)?;
-        let candidates = match self.candidates(s, current)? {
-            Ok(candidates) => candidates,
-            Err(reason) => return Ok(Candidates::None(reason)),
+        let candidates = match self.candidates(s, current) {
+            Ok(Ok(candidates)) => candidates,
+            Ok(Err(reason)) => return Ok(Ok(Candidates::None(reason))),
+            Err(e) => return Ok(Err(e)),
         };
         for &c in &candidates {
             self.var(c);
@@ -118,7 +145,7 @@ impl<'u, 'p> Builder<'u, 'p> {
             self.var(cur);
             all.push(cur);
         }
-        Ok(Candidates::Found(all.into()))
+        Ok(Ok(Candidates::Found(all.into())))
     }
 
     /// The installed CSV the subscription owns, if it is still there.

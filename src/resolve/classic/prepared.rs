@@ -122,7 +122,7 @@ pub struct PreparedCatalog {
     pub entries: Vec<Entry>,
     pub groups: Vec<Group>,
     /// The groups in dependency-candidate order (§2.4): default channels first, then package
-    /// name, then channel name. Installed CSVs keep their request order.
+    /// name, then channel name. Installed CSVs are grouped by package.
     pub ranked: Vec<usize>,
     /// Per entry, its group.
     pub group_of: Vec<usize>,

@@ -547,3 +547,37 @@ fn malformed_requirements_fail_the_namespace_in_olms_words() {
         );
     }
 }
+
+/// Each subscription is looked at even when another cannot be: OLM reports every hard
+/// error, once, as one aggregate.
+#[test]
+fn hard_errors_of_several_subscriptions_are_all_reported() {
+    let mut dc = catalog();
+    add_package(
+        &mut dc,
+        "broken2",
+        vec![entry("c.v1", ""), entry("c.v2", "")],
+        &[("1.0.0", vec![]), ("2.0.0", vec![])],
+    );
+    let mut req = request(&dc, "broken");
+    let again = req.subscriptions[0].clone();
+    req.subscriptions.push(again);
+    req.subscriptions.push(Subscription {
+        name: "broken2-stable".into(),
+        package: "broken2".into(),
+        ..req.subscriptions[0].clone()
+    });
+    let chains = |package: &str, heads: &str| {
+        format!(
+            r#"a unique replacement chain within a channel is required to determine the relative order between channel entries, but 2 replacement chains were found in channel "stable" of package "{package}": {heads}"#
+        )
+    };
+    assert_eq!(
+        resolve(&req),
+        Err(ClassicError::Invalid(format!(
+            "[{}, {}]",
+            chains("broken", "b.v1, b.v2"),
+            chains("broken2", "c.v1, c.v2")
+        )))
+    );
+}
