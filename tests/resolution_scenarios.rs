@@ -761,6 +761,19 @@ fn channel_entry(e: &Value, path: &str) -> Result<ChannelEntry, String> {
     })
 }
 
+/// A catalog's `priority` (0 when absent).
+fn priority(catalog: &Value, path: &str) -> Result<i32, String> {
+    match field(catalog, "priority") {
+        None => Ok(0),
+        Some(p) => p
+            .as_i64()
+            .and_then(|p| i32::try_from(p).ok())
+            .ok_or(format!(
+                "{path}.priority: an integer is expected, not {p:?}"
+            )),
+    }
+}
+
 /// A list of channel entries.
 fn entry_list(v: &Value, path: &str) -> Result<Vec<ChannelEntry>, String> {
     items(v, path)?
@@ -914,15 +927,7 @@ fn declarative_configs(
                 });
             }
         }
-        let priority = match field(catalog, "priority") {
-            None => 0,
-            Some(p) => p
-                .as_i64()
-                .and_then(|p| i32::try_from(p).ok())
-                .ok_or(format!(
-                    "{path}.priority: an integer is expected, not {p:?}"
-                ))?,
-        };
+        let priority = priority(catalog, &path)?;
         out.push((name.to_owned(), namespace.to_owned(), priority, dc));
     }
     Ok(out)
@@ -1504,15 +1509,7 @@ fn v1_catalogs(
                 }
             }
         };
-        let priority = match field(body, "priority") {
-            None => 0,
-            Some(p) => p
-                .as_i64()
-                .and_then(|p| i32::try_from(p).ok())
-                .ok_or(format!(
-                    "{path}.priority: an integer is expected, not {p:?}"
-                ))?,
-        };
+        let priority = priority(body, &path)?;
         let available = match field(body, "available") {
             None => true,
             Some(Value::Bool(b)) => *b,
