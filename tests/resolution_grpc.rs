@@ -6,8 +6,9 @@ mod common;
 use common::{Server, fixture};
 use olm_registry::api::resolution::resolution_client::ResolutionClient;
 use olm_registry::api::resolution::{
-    Catalog, ChosenBundle, ClusterCrd, ClusterFacts, GroupVersionKind, InstalledCsv, Mode,
-    OpenShift, ResolveRequest, ResolveResponse, Result as Answer, Step, Subscription,
+    BundleLookup, Catalog, ChosenBundle, ClusterCrd, ClusterFacts, GroupVersionKind, InstallPlan,
+    InstalledCsv, Mode, OpenShift, ResolveRequest, ResolveResponse, Result as Answer, Step,
+    Subscription, UpdatedSubscription,
 };
 use prost::Message;
 use tonic::Code;
@@ -143,12 +144,42 @@ fn unchanged(request: &str, package: &str, csv: &str) -> Answer {
     }
 }
 
+/// A classic answer that resolves: its install plan is empty unless the test sets one.
 fn response(results: Vec<Answer>) -> ResolveResponse {
     ResolveResponse {
         mode: Mode::Classic as i32,
         namespace: "operators".into(),
         results,
+        install_plan: Some(InstallPlan::default()),
         ..ResolveResponse::default()
+    }
+}
+
+/// The bundle lookup of `name` at version 2.0.0, upgrading `replaces`, with the
+/// `olm.package` property followed by `more` (type, value).
+fn lookup(name: &str, replaces: &str, catalog: &str, more: &[(&str, &str)]) -> BundleLookup {
+    let package = &name[..1];
+    let properties: Vec<String> = std::iter::once((
+        "olm.package",
+        format!(r#"{{"packageName":"{package}","version":"2.0.0"}}"#),
+    ))
+    .chain(more.iter().map(|(t, v)| (*t, (*v).to_owned())))
+    .map(|(t, v)| format!(r#"{{"type":"{t}","value":{v}}}"#))
+    .collect();
+    BundleLookup {
+        identifier: name.into(),
+        path: format!("registry.example.com/{package}-bundle:v2.0.0"),
+        replaces: replaces.into(),
+        catalog: catalog.into(),
+        properties: format!(r#"{{"properties":[{}]}}"#, properties.join(",")),
+    }
+}
+
+fn updated(name: &str, current: &str, installed: &str) -> UpdatedSubscription {
+    UpdatedSubscription {
+        name: name.into(),
+        current_csv: current.into(),
+        installed_csv: installed.into(),
     }
 }
 
@@ -186,12 +217,37 @@ async fn version_deadlock_upgrades_both_operators_in_one_resolution() {
         .await
         .unwrap()
         .into_inner();
+    let gvk = |n: u8| format!(r#"{{"group":"g{n}","kind":"k{n}","version":"v{n}"}}"#);
+    let (g3, g4) = (gvk(3), gvk(4));
     assert_eq!(
         answer,
-        response(vec![
-            upgrade("a-alpha", "a", "a.v1", "a.v2", "primary/olm"),
-            upgrade("b-alpha", "b", "b.v1", "b.v2", "secondary/olm"),
-        ])
+        ResolveResponse {
+            install_plan: Some(InstallPlan {
+                steps: vec![],
+                bundle_lookups: vec![
+                    lookup(
+                        "a.v2",
+                        "a.v1",
+                        "primary/olm",
+                        &[("olm.gvk", &g3), ("olm.gvk.required", &g4)]
+                    ),
+                    lookup(
+                        "b.v2",
+                        "b.v1",
+                        "secondary/olm",
+                        &[("olm.gvk", &g4), ("olm.gvk.required", &g3)]
+                    ),
+                ],
+                updated_subscriptions: vec![
+                    updated("a-alpha", "a.v2", "a.v1"),
+                    updated("b-alpha", "b.v2", "b.v1"),
+                ],
+            }),
+            ..response(vec![
+                upgrade("a-alpha", "a", "a.v1", "a.v2", "primary/olm"),
+                upgrade("b-alpha", "b", "b.v1", "b.v2", "secondary/olm"),
+            ])
+        }
     );
 }
 
@@ -224,7 +280,18 @@ async fn deprecating_a_dependent_api_keeps_its_provider() {
     if let Some(b) = up.bundle.as_mut() {
         b.channel = "stable".into();
     }
-    assert_eq!(answer, response(vec![up]));
+    let c = r#"{"group":"c.example.com","kind":"C","version":"v1"}"#;
+    assert_eq!(
+        answer,
+        ResolveResponse {
+            install_plan: Some(InstallPlan {
+                steps: vec![],
+                bundle_lookups: vec![lookup("y.v2", "y.v1", "secondary/olm", &[("olm.gvk", c)])],
+                updated_subscriptions: vec![updated("y-stable", "y.v2", "y.v1")],
+            }),
+            ..response(vec![up])
+        }
+    );
 }
 
 #[tokio::test]
@@ -459,5 +526,69 @@ async fn reflection_describes_the_resolution_service() {
             ".olmregistry.resolution.v1.ResolveRequest",
             ".olmregistry.resolution.v1.ResolveResponse"
         )]
+    );
+}
+
+/// The catalogs a namespace resolves from are its own and the global namespace's (`olm`
+/// unless the request names another, none when excluded); a subscription to any other
+/// catalog finds nothing, in OLM's words, and the answer says why.
+#[tokio::test]
+async fn catalogs_outside_the_resolution_namespaces_are_invisible() {
+    let pair = pair().await;
+    let mut client = pair.client().await;
+    let c = || {
+        (
+            vec![csv(
+                "c.v1",
+                vec![gvk("c.example.com", "v1alpha1", "Cache")],
+                vec![],
+            )],
+            vec![subscription("c-stable", "c", "stable", "primary", "c.v1")],
+        )
+    };
+    let (installed, subscriptions) = c();
+    let mut request = classic(pair.catalogs(), installed, subscriptions);
+    request.global_namespace = "openshift-marketplace".into();
+    let answer = client.resolve(request).await.unwrap().into_inner();
+    let rule = "OLM resolves only from catalogs of the namespace itself and of the global catalog namespace openshift-marketplace";
+    assert_eq!(
+        answer,
+        ResolveResponse {
+            mode: Mode::Classic as i32,
+            namespace: "operators".into(),
+            unsatisfiable: Some(olm_registry::api::resolution::Unsatisfiable {
+                messages: vec![
+                    "no operators found from catalog primary in namespace olm referenced by subscription c-stable".into(),
+                    "subscription c-stable exists".into(),
+                ],
+            }),
+            warnings: vec![
+                format!("catalog primary/olm is not visible from namespace operators: {rule}"),
+                format!("catalog secondary/olm is not visible from namespace operators: {rule}"),
+            ],
+            ..ResolveResponse::default()
+        }
+    );
+
+    // The namespace's own catalog stays visible when the global namespace is excluded.
+    let (installed, mut subscriptions) = c();
+    subscriptions[0].source_namespace = "operators".into();
+    let mut catalogs = pair.catalogs();
+    catalogs[0].namespace = "operators".into();
+    let mut request = classic(catalogs, installed, subscriptions);
+    request.exclude_global_namespace_resolution = true;
+    let answer = client.resolve(request).await.unwrap().into_inner();
+    assert_eq!(
+        answer.warnings,
+        [
+            "catalog secondary/olm is not visible from namespace operators: OLM resolves only from catalogs of the namespace itself (its OperatorGroup excludes the global catalog namespace olm)"
+        ]
+    );
+    assert_eq!(
+        answer.results[0]
+            .bundle
+            .as_ref()
+            .map(|b| (b.name.as_str(), b.catalog.as_str())),
+        Some(("c.v2", "primary/operators"))
     );
 }

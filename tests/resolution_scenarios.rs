@@ -13,9 +13,10 @@ use olm_registry::catalog::types::{
     Bundle, Channel, ChannelEntry, DeclarativeConfig, DeprecationEntry, DeprecationReference,
     Deprecations, Package, Property,
 };
+use olm_registry::resolve::classic::chain::Links;
 use olm_registry::resolve::classic::{
-    self, CatalogSource, ClassicError, ClassicRequest, Gvk, InstalledCsv, Subscription,
-    UpgradeStrategy,
+    self, CatalogSource, ClassicError, ClassicRequest, Gvk, InstallPlan, InstalledCsv, PlanStep,
+    Subscription, UpgradeStrategy,
 };
 use olm_registry::resolve::openshift::{self, BlockReason};
 use olm_registry::resolve::solver::{self, Constraint, ConstraintKind, SolveError, Variable};
@@ -439,86 +440,250 @@ fn unsat_matches(got: Option<SolveError>, unsat: &Value) -> Check {
 }
 
 // ---- C: classic resolution ----------------------------------------------------------------
+//
+// Read strictly: a field of the wrong shape, a key the notation does not define, or prose the
+// rules below do not cover fails the scenario naming the field, so that no scenario passes
+// by being read as empty.
 
 const DEFAULT_NAMESPACE: &str = "catsrc-namespace";
+const DEFAULT_CATALOG: &str = "catsrc/catsrc-namespace";
+
+/// Keys that only explain a scenario to its reader.
+const PROSE_KEYS: [&str; 4] = ["note", "reasoning", "variant", "title"];
+
+/// Fails on a key of mapping `v` (at `path`) outside `keys` and [`PROSE_KEYS`]; a missing or
+/// null `v` is an empty mapping.
+fn known_keys(v: &Value, path: &str, keys: &[&str]) -> Check {
+    match v {
+        Value::Null => Ok(()),
+        Value::Mapping(m) => {
+            for key in m.keys() {
+                let key = scalar(key, path)?;
+                if !keys.contains(&key.as_str()) && !PROSE_KEYS.contains(&key.as_str()) {
+                    return Err(format!("{path}.{key}: not a field of the notation"));
+                }
+            }
+            Ok(())
+        }
+        other => Err(format!("{path}: a mapping is expected, not {other:?}")),
+    }
+}
+
+/// A scalar as text (null is empty); a mapping or list is an error naming `path`.
+fn scalar(v: &Value, path: &str) -> Result<String, String> {
+    match v {
+        Value::Mapping(_) | Value::Sequence(_) | Value::Tagged(_) => {
+            Err(format!("{path}: a scalar is expected, not {v:?}"))
+        }
+        other => Ok(text_of(other)),
+    }
+}
+
+/// The items of a list (null is empty).
+fn items<'v>(v: &'v Value, path: &str) -> Result<&'v [Value], String> {
+    match v {
+        Value::Null => Ok(&[]),
+        Value::Sequence(s) => Ok(s),
+        other => Err(format!("{path}: a list is expected, not {other:?}")),
+    }
+}
+
+/// A list of scalars (null is empty).
+fn scalars(v: &Value, path: &str) -> Result<Vec<String>, String> {
+    items(v, path)?
+        .iter()
+        .enumerate()
+        .map(|(i, x)| scalar(x, &format!("{path}[{i}]")))
+        .collect()
+}
+
+/// The pairs of a mapping (null is empty).
+fn pairs<'v>(v: &'v Value, path: &str) -> Result<Vec<(String, &'v Value)>, String> {
+    match v {
+        Value::Null => Ok(Vec::new()),
+        Value::Mapping(m) => m.iter().map(|(k, x)| Ok((scalar(k, path)?, x))).collect(),
+        other => Err(format!("{path}: a mapping is expected, not {other:?}")),
+    }
+}
 
 fn run_classic(s: &Value, seen: &HashMap<String, Value>) -> Check {
+    known_keys(
+        s,
+        "scenario",
+        &[
+            "id",
+            "source",
+            "apis",
+            "catalogs",
+            "installed",
+            "expect",
+            "cases",
+            "rounds",
+        ],
+    )?;
     if s.get("catalogs").is_none() {
         // C54: the chain-sorting table.
-        for case in s["cases"].as_sequence().into_iter().flatten() {
-            chain_case(case)?;
+        for (i, case) in items(&s["cases"], "cases")?.iter().enumerate() {
+            chain_case(case, &format!("cases[{i}]"))?;
         }
         return Ok(());
     }
-    let catalogs = classic_catalogs(s, seen)?;
-    let apis = api_names(s);
-    let runs: Vec<(&Value, &Value)> = match field(s, "rounds").or_else(|| field(s, "cases")) {
-        Some(list) => list
-            .as_sequence()
-            .into_iter()
-            .flatten()
-            .map(|r| (&r["installed"], &r["expect"]))
-            .collect(),
-        None => vec![(&s["installed"], &s["expect"])],
+    let apis = api_names(s)?;
+    let runs: Vec<(String, &Value, &Value)> = match (field(s, "rounds"), field(s, "cases")) {
+        (Some(_), Some(_)) => return Err("rounds and cases: only one of them".to_owned()),
+        (Some(list), None) | (None, Some(list)) => {
+            let name = if field(s, "rounds").is_some() {
+                "rounds"
+            } else {
+                "cases"
+            };
+            let list = items(list, name)?;
+            if list.is_empty() {
+                return Err(format!("{name}: empty"));
+            }
+            list.iter()
+                .enumerate()
+                .map(|(i, r)| {
+                    let path = format!("{name}[{i}]");
+                    known_keys(r, &path, &["installed", "expect"])?;
+                    Ok((path, &r["installed"], &r["expect"]))
+                })
+                .collect::<Result<_, String>>()?
+        }
+        (None, None) => vec![(String::new(), &s["installed"], &s["expect"])],
     };
-    for (i, (installed, expect)) in runs.into_iter().enumerate() {
-        let request = classic_request(installed, &catalogs, &apis)?;
+    // Rounds follow one another, so each must say what it expects.
+    for (path, installed, expect) in runs {
+        // Errors name the round or case they happen in.
+        let within = |e: String| match path.as_str() {
+            "" => e,
+            run => format!("{run}.{e}"),
+        };
+        if expect.is_null() {
+            return Err(within("expect: required".to_owned()));
+        }
+        let catalogs = classic_catalogs(s, installed, seen)?;
+        let request = classic_request(installed, &catalogs, &apis).map_err(within)?;
         let got = classic::resolve(&request.borrow());
-        classic_expectation(got, expect).map_err(|e| format!("run {}: {e}", i + 1))?;
+        classic_expectation(&request, got, expect).map_err(within)?;
     }
     Ok(())
 }
 
-fn chain_case(case: &Value) -> Check {
-    let entries: Vec<ChannelEntry> = case["in"]
-        .as_sequence()
-        .into_iter()
-        .flatten()
-        .map(channel_entry)
-        .collect();
-    let refs: Vec<&ChannelEntry> = entries.iter().collect();
-    let got = classic::chain::sort_channel("package", "channel", &refs).map(|order| {
+fn chain_case(case: &Value, path: &str) -> Check {
+    known_keys(case, path, &["in", "out", "error"])?;
+    let entries = entry_list(&case["in"], &format!("{path}.in"))?;
+    let links: Vec<Links> = entries.iter().map(Links::from).collect();
+    let got = classic::chain::sort_channel("package", "channel", &links).map(|order| {
         order
             .iter()
             .map(|&i| entries[i].name.clone())
             .collect::<Vec<_>>()
     });
     match field(case, "error") {
-        Some(err) => expect_eq("chain", got, Err(text_of(err))),
-        None => expect_eq("chain", got, Ok(list(&case["out"]))),
+        Some(err) => expect_eq("chain", got, Err(scalar(err, &format!("{path}.error"))?)),
+        None => expect_eq(
+            "chain",
+            got,
+            Ok(scalars(&case["out"], &format!("{path}.out"))?),
+        ),
     }
 }
 
-/// The catalogs of a scenario: written out, derived from an earlier scenario
-/// ("as C14a but <catalog> also has priority <n>"), or described in prose that the
-/// scenario's expectation does not depend on (C52 fails before catalogs are read).
-fn classic_catalogs(s: &Value, seen: &HashMap<String, Value>) -> Result<Value, String> {
+/// The catalogs of a scenario: written out, or prose read by one of these rules:
+/// * `as <id> but <catalog> also has priority <n>`: an earlier scenario's catalogs with one
+///   priority changed;
+/// * `<p><i>..<p><j> chain (<version i>..<version j>), each replacing the previous, all prov
+///   <API>`: entries `<p><i>` to `<p><j>` in the catalog, package and channel of the
+///   installed state's subscription, each replacing the one before, with versions counting
+///   up in the part where the two given versions differ, each providing `<API>`.
+fn classic_catalogs(
+    s: &Value,
+    installed: &Value,
+    seen: &HashMap<String, Value>,
+) -> Result<Value, String> {
     let catalogs = &s["catalogs"];
     let Value::String(prose) = catalogs else {
         return Ok(catalogs.clone());
     };
-    let Some(rest) = prose.strip_prefix("as ") else {
-        return Ok(Value::Mapping(Default::default()));
+    let unreadable = || format!("catalogs: no rule reads {prose:?}");
+    if let Some(rest) = prose.strip_prefix("as ") {
+        let (base, change) = rest.split_once(" but ").ok_or_else(unreadable)?;
+        let mut derived = seen
+            .get(base)
+            .map(|b| b["catalogs"].clone())
+            .ok_or(format!("catalogs: unknown base scenario {base}"))?;
+        let (catalog, priority) = change
+            .split_once(" also has priority ")
+            .ok_or_else(unreadable)?;
+        let priority: i64 = priority.trim().parse().map_err(|_| unreadable())?;
+        if derived.get(catalog).is_none() {
+            return Err(format!("catalogs: {base} has no catalog {catalog}"));
+        }
+        derived[catalog]["priority"] = Value::from(priority);
+        return Ok(derived);
+    }
+    let (names, rest) = prose.split_once(" chain (").ok_or_else(unreadable)?;
+    let (versions, rest) = rest
+        .split_once("), each replacing the previous, all prov ")
+        .ok_or_else(unreadable)?;
+    let (first, last) = names.split_once("..").ok_or_else(unreadable)?;
+    let (first_version, last_version) = versions.split_once("..").ok_or_else(unreadable)?;
+    let stem = first.trim_end_matches(|c: char| c.is_ascii_digit());
+    let number = |name: &str| -> Result<u64, String> {
+        name.strip_prefix(stem)
+            .and_then(|n| n.parse().ok())
+            .ok_or_else(unreadable)
     };
-    let (base, change) = rest
-        .split_once(" but ")
-        .ok_or(format!("unreadable {prose:?}"))?;
-    let mut derived = seen
-        .get(base)
-        .map(|b| b["catalogs"].clone())
-        .ok_or(format!("unknown base scenario {base}"))?;
-    let (catalog, priority) = change
-        .split_once(" also has priority ")
-        .ok_or(format!("unreadable {prose:?}"))?;
-    let priority: i64 = priority
-        .trim()
-        .parse()
-        .map_err(|_| format!("unreadable {prose:?}"))?;
-    derived[catalog]["priority"] = Value::from(priority);
-    Ok(derived)
+    let (from, to) = (number(first)?, number(last)?);
+    let (low, high) = (strict(first_version)?, strict(last_version)?);
+    let steps = to.checked_sub(from).ok_or_else(unreadable)?;
+    let part = |v: &Version| [v.major, v.minor, v.patch];
+    let moving = (0..3)
+        .find(|&i| part(&low)[i] != part(&high)[i])
+        .filter(|&i| part(&high)[i] - part(&low)[i] == steps)
+        .ok_or_else(unreadable)?;
+    let sub = items(&installed["subs"], "installed.subs")?
+        .first()
+        .ok_or(format!(
+            "catalogs: {prose:?} needs a subscription to place the chain"
+        ))?;
+    let entries: Vec<Value> = (0..=steps)
+        .map(|i| {
+            let mut version = part(&low);
+            version[moving] += i;
+            let mut entry = serde_yaml::Mapping::new();
+            entry.insert("n".into(), format!("{stem}{}", from + i).into());
+            entry.insert(
+                "v".into(),
+                format!("{}.{}.{}", version[0], version[1], version[2]).into(),
+            );
+            if i > 0 {
+                entry.insert("r".into(), format!("{stem}{}", from + i - 1).into());
+            }
+            entry.insert("prov".into(), vec![Value::from(rest.trim())].into());
+            Value::Mapping(entry)
+        })
+        .collect();
+    let text = |key: &str| scalar(&sub[key], &format!("installed.subs[0].{key}"));
+    let source = field(sub, "src")
+        .map(|_| text("src"))
+        .transpose()?
+        .unwrap_or_else(|| DEFAULT_CATALOG.to_owned());
+    let mut channels = serde_yaml::Mapping::new();
+    channels.insert(text("ch")?.into(), entries.into());
+    let mut package = serde_yaml::Mapping::new();
+    package.insert("channels".into(), channels.into());
+    let mut packages = serde_yaml::Mapping::new();
+    packages.insert(text("pkg")?.into(), package.into());
+    let mut catalog = serde_yaml::Mapping::new();
+    catalog.insert("packages".into(), packages.into());
+    let mut all = serde_yaml::Mapping::new();
+    all.insert(source.into(), catalog.into());
+    Ok(Value::Mapping(all))
 }
 
-fn api_names(s: &Value) -> HashMap<String, Gvk> {
+fn api_names(s: &Value) -> Result<HashMap<String, Gvk>, String> {
     let mut apis: HashMap<String, Gvk> = (1..=4)
         .map(|i| {
             let suffix = if i == 1 { String::new() } else { i.to_string() };
@@ -532,20 +697,23 @@ fn api_names(s: &Value) -> HashMap<String, Gvk> {
             )
         })
         .collect();
-    for (name, gvk) in s["apis"].as_mapping().into_iter().flatten() {
+    for (name, g) in pairs(&s["apis"], "apis")? {
+        let path = format!("apis.{name}");
+        known_keys(g, &path, &["group", "version", "kind"])?;
+        let part = |k: &str| scalar(&g[k], &format!("{path}.{k}"));
         apis.insert(
-            text_of(name),
+            name,
             Gvk {
-                group: text_of(&gvk["group"]),
-                version: text_of(&gvk["version"]),
-                kind: text_of(&gvk["kind"]),
+                group: part("group")?,
+                version: part("version")?,
+                kind: part("kind")?,
             },
         );
     }
-    apis
+    Ok(apis)
 }
 
-fn gvk(apis: &HashMap<String, Gvk>, name: &str) -> Result<Gvk, String> {
+fn gvk(apis: &HashMap<String, Gvk>, name: &str, path: &str) -> Result<Gvk, String> {
     if let Some(g) = apis.get(name) {
         return Ok(g.clone());
     }
@@ -555,8 +723,16 @@ fn gvk(apis: &HashMap<String, Gvk>, name: &str) -> Result<Gvk, String> {
             version: (*version).to_owned(),
             kind: (*kind).to_owned(),
         }),
-        _ => Err(format!("unknown API {name}")),
+        _ => Err(format!("{path}: unknown API {name}")),
     }
+}
+
+fn gvks(apis: &HashMap<String, Gvk>, v: &Value, path: &str) -> Result<Vec<Gvk>, String> {
+    scalars(v, path)?
+        .iter()
+        .enumerate()
+        .map(|(i, name)| gvk(apis, name, &format!("{path}[{i}]")))
+        .collect()
 }
 
 fn property(kind: &str, value: serde_json::Value) -> Property {
@@ -570,71 +746,138 @@ fn gvk_json(g: &Gvk) -> serde_json::Value {
     serde_json::json!({"group": g.group, "kind": g.kind, "version": g.version})
 }
 
-fn channel_entry(e: &Value) -> ChannelEntry {
-    ChannelEntry {
-        name: text_of(&e["n"]),
-        replaces: text_of(&e["r"]),
-        skips: list(&e["s"]),
-        skip_range: text_of(&e["sr"]),
+/// `n`, `r`, `s`, `sr` of an entry (other keys are the caller's to check).
+fn channel_entry(e: &Value, path: &str) -> Result<ChannelEntry, String> {
+    let text = |k: &str| scalar(&e[k], &format!("{path}.{k}"));
+    let name = text("n")?;
+    if name.is_empty() {
+        return Err(format!("{path}.n: required"));
+    }
+    Ok(ChannelEntry {
+        name,
+        replaces: text("r")?,
+        skips: scalars(&e["s"], &format!("{path}.s"))?,
+        skip_range: text("sr")?,
+    })
+}
+
+/// A catalog's `priority` (0 when absent).
+fn priority(catalog: &Value, path: &str) -> Result<i32, String> {
+    match field(catalog, "priority") {
+        None => Ok(0),
+        Some(p) => p
+            .as_i64()
+            .and_then(|p| i32::try_from(p).ok())
+            .ok_or(format!(
+                "{path}.priority: an integer is expected, not {p:?}"
+            )),
     }
 }
+
+/// A list of channel entries.
+fn entry_list(v: &Value, path: &str) -> Result<Vec<ChannelEntry>, String> {
+    items(v, path)?
+        .iter()
+        .enumerate()
+        .map(|(i, e)| channel_entry(e, &format!("{path}[{i}]")))
+        .collect()
+}
+
+const ENTRY_KEYS: [&str; 12] = [
+    "n",
+    "v",
+    "r",
+    "s",
+    "sr",
+    "prov",
+    "req",
+    "pkgreq",
+    "label",
+    "labelreq",
+    "constraint",
+    "deprecated",
+];
 
 /// The properties an entry of the notation carries, in a fixed order.
 fn entry_properties(
     e: &Value,
+    path: &str,
     package: &str,
     apis: &HashMap<String, Gvk>,
 ) -> Result<Vec<Property>, String> {
-    let version = field(e, "v")
-        .map(text_of)
-        .unwrap_or_else(|| "0.0.0".to_owned());
+    known_keys(e, path, &ENTRY_KEYS)?;
+    let text = |k: &str| scalar(&e[k], &format!("{path}.{k}"));
+    let version = match text("v")? {
+        v if v.is_empty() => "0.0.0".to_owned(),
+        v => v,
+    };
     let mut props = vec![property(
         "olm.package",
         serde_json::json!({"packageName": package, "version": version}),
     )];
-    for api in list(&e["prov"]) {
-        props.push(property("olm.gvk", gvk_json(&gvk(apis, &api)?)));
+    for g in gvks(apis, &e["prov"], &format!("{path}.prov"))? {
+        props.push(property("olm.gvk", gvk_json(&g)));
     }
-    for api in list(&e["req"]) {
-        props.push(property("olm.gvk.required", gvk_json(&gvk(apis, &api)?)));
+    for g in gvks(apis, &e["req"], &format!("{path}.req"))? {
+        props.push(property("olm.gvk.required", gvk_json(&g)));
     }
-    props.extend(package_requirements(e));
-    if let Some(label) = field(e, "label") {
+    props.extend(package_requirements(e, path)?);
+    if field(e, "label").is_some() {
         props.push(property(
             "olm.label",
-            serde_json::json!({"label": text_of(label)}),
+            serde_json::json!({"label": text("label")?}),
         ));
     }
-    if let Some(label) = field(e, "labelreq") {
+    if field(e, "labelreq").is_some() {
         props.push(property(
             "olm.label.required",
-            serde_json::json!({"label": text_of(label)}),
+            serde_json::json!({"label": text("labelreq")?}),
         ));
     }
-    if let Some(raw) = field(e, "constraint") {
+    if field(e, "constraint").is_some() {
         props.push(Property {
             kind: "olm.constraint".to_owned(),
-            value: text_of(raw),
+            value: text("constraint")?,
         });
     }
-    if field(e, "deprecated").and_then(Value::as_bool) == Some(true) {
-        props.push(property("olm.deprecated", serde_json::json!({})));
+    match field(e, "deprecated") {
+        None => {}
+        Some(Value::Bool(true)) => props.push(property("olm.deprecated", serde_json::json!({}))),
+        Some(Value::Bool(false)) => {}
+        Some(other) => return Err(format!("{path}.deprecated: true or false, not {other:?}")),
     }
     Ok(props)
 }
 
-fn package_requirements(e: &Value) -> Vec<Property> {
-    e["pkgreq"]
-        .as_sequence()
-        .into_iter()
-        .flatten()
-        .map(|r| {
-            property(
+fn package_requirements(e: &Value, path: &str) -> Result<Vec<Property>, String> {
+    let path = format!("{path}.pkgreq");
+    items(&e["pkgreq"], &path)?
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            let path = format!("{path}[{i}]");
+            known_keys(r, &path, &["p", "r"])?;
+            Ok(property(
                 "olm.package.required",
-                serde_json::json!({"packageName": text_of(&r["p"]), "versionRange": text_of(&r["r"])}),
-            )
+                serde_json::json!({
+                    "packageName": scalar(&r["p"], &format!("{path}.p"))?,
+                    "versionRange": scalar(&r["r"], &format!("{path}.r"))?,
+                }),
+            ))
         })
         .collect()
+}
+
+/// The CSV that stands for an entry's inline bundle content: the notation describes bundles
+/// by their properties only, so each is installed from a CSV of its own name.
+fn notation_csv(name: &str) -> String {
+    serde_json::json!({
+        "apiVersion": "operators.coreos.com/v1alpha1",
+        "kind": "ClusterServiceVersion",
+        "metadata": {"name": name},
+        "spec": {},
+    })
+    .to_string()
 }
 
 /// One FBC per catalog key of the notation.
@@ -643,117 +886,173 @@ fn declarative_configs(
     apis: &HashMap<String, Gvk>,
 ) -> Result<Vec<(String, String, i32, DeclarativeConfig)>, String> {
     let mut out = Vec::new();
-    for (key, catalog) in catalogs.as_mapping().into_iter().flatten() {
-        let key = text_of(key);
+    for (key, catalog) in pairs(catalogs, "catalogs")? {
+        let path = format!("catalogs.{key}");
         let (name, namespace) = key
             .split_once('/')
-            .ok_or(format!("bad catalog key {key}"))?;
+            .ok_or(format!("{path}: a key <name>/<namespace> is expected"))?;
+        known_keys(catalog, &path, &["priority", "packages"])?;
         let mut dc = DeclarativeConfig::default();
-        for (pkg, body) in catalog["packages"].as_mapping().into_iter().flatten() {
-            let pkg = text_of(pkg);
+        for (pkg, body) in pairs(&catalog["packages"], &format!("{path}.packages"))? {
+            let path = format!("{path}.packages.{pkg}");
+            known_keys(body, &path, &["default", "channels"])?;
             dc.packages.push(Package {
                 name: pkg.clone(),
-                default_channel: text_of(&body["default"]),
+                default_channel: scalar(&body["default"], &format!("{path}.default"))?,
                 ..Default::default()
             });
             let mut bundles = BTreeSet::new();
-            for (channel, entries) in body["channels"].as_mapping().into_iter().flatten() {
-                let entries = entries.as_sequence().cloned().unwrap_or_default();
-                for e in &entries {
-                    let bundle = text_of(&e["n"]);
-                    if bundles.insert(bundle.clone()) {
+            for (channel, entries) in pairs(&body["channels"], &format!("{path}.channels"))? {
+                let path = format!("{path}.channels.{channel}");
+                let mut channel_entries = Vec::new();
+                for (i, e) in items(entries, &path)?.iter().enumerate() {
+                    let path = format!("{path}[{i}]");
+                    let entry = channel_entry(e, &path)?;
+                    let properties = entry_properties(e, &path, &pkg, apis)?;
+                    if bundles.insert(entry.name.clone()) {
                         dc.bundles.push(Bundle {
-                            name: bundle,
+                            name: entry.name.clone(),
                             package: pkg.clone(),
-                            properties: entry_properties(e, &pkg, apis)?,
+                            properties,
                             ..Default::default()
                         });
                     }
+                    channel_entries.push(entry);
                 }
                 dc.channels.push(Channel {
-                    name: text_of(channel),
+                    name: channel,
                     package: pkg.clone(),
-                    entries: entries.iter().map(channel_entry).collect(),
+                    entries: channel_entries,
                     ..Default::default()
                 });
             }
         }
-        let priority = field(catalog, "priority")
-            .and_then(Value::as_i64)
-            .unwrap_or(0) as i32;
+        let priority = priority(catalog, &path)?;
         out.push((name.to_owned(), namespace.to_owned(), priority, dc));
     }
     Ok(out)
 }
+
+const CSV_KEYS: [&str; 9] = [
+    "n",
+    "v",
+    "prov",
+    "req",
+    "pkgreq",
+    "r",
+    "phase",
+    "pkg",
+    "pkgversion",
+];
+const SUB_KEYS: [&str; 6] = ["name", "pkg", "ch", "src", "installed", "startingCSV"];
 
 fn classic_request(
     installed: &Value,
     catalogs: &Value,
     apis: &HashMap<String, Gvk>,
 ) -> Result<OwnedRequest, String> {
-    let namespace = field(installed, "namespace")
-        .map(text_of)
-        .unwrap_or_else(|| DEFAULT_NAMESPACE.to_owned());
-    let visible = field(installed, "visible").map(list);
+    known_keys(
+        installed,
+        "installed",
+        &["namespace", "visible", "og", "csvs", "subs"],
+    )?;
+    let namespace = match scalar(&installed["namespace"], "installed.namespace")? {
+        ns if ns.is_empty() => DEFAULT_NAMESPACE.to_owned(),
+        ns => ns,
+    };
+    let visible = field(installed, "visible")
+        .map(|v| scalars(v, "installed.visible"))
+        .transpose()?;
     let catalogs = declarative_configs(catalogs, apis)?
         .into_iter()
         .filter(|(_, ns, _, _)| visible.as_ref().is_none_or(|v| v.contains(ns)))
         .collect();
     let mut csvs = Vec::new();
-    for c in installed["csvs"].as_sequence().into_iter().flatten() {
-        let provided = list(&c["prov"])
-            .iter()
-            .map(|a| gvk(apis, a))
-            .collect::<Result<Vec<_>, _>>()?;
-        let required = list(&c["req"])
-            .iter()
-            .map(|a| gvk(apis, a))
-            .collect::<Result<Vec<_>, _>>()?;
+    for (i, c) in items(&installed["csvs"], "installed.csvs")?
+        .iter()
+        .enumerate()
+    {
+        let path = format!("installed.csvs[{i}]");
+        known_keys(c, &path, &CSV_KEYS)?;
+        let text = |k: &str| scalar(&c[k], &format!("{path}.{k}"));
+        let provided = gvks(apis, &c["prov"], &format!("{path}.prov"))?;
+        let required = gvks(apis, &c["req"], &format!("{path}.req"))?;
         // pkg/pkgversion/pkgreq only exist in a properties annotation.
-        let annotation = (field(c, "pkg").is_some() || field(c, "pkgreq").is_some()).then(|| {
+        let annotation = if field(c, "pkg").is_some() || field(c, "pkgreq").is_some() {
             let mut props: Vec<Property> = provided
                 .iter()
                 .map(|g| property("olm.gvk", gvk_json(g)))
-                .chain(required.iter().map(|g| property("olm.gvk.required", gvk_json(g))))
+                .chain(
+                    required
+                        .iter()
+                        .map(|g| property("olm.gvk.required", gvk_json(g))),
+                )
                 .collect();
-            props.extend(package_requirements(c));
-            if let Some(pkg) = field(c, "pkg") {
+            props.extend(package_requirements(c, &path)?);
+            if field(c, "pkg").is_some() {
                 props.push(property(
                     "olm.package",
-                    serde_json::json!({"packageName": text_of(pkg), "version": text_of(&c["pkgversion"])}),
+                    serde_json::json!({"packageName": text("pkg")?, "version": text("pkgversion")?}),
                 ));
             }
-            props
-        });
+            Some(props)
+        } else {
+            None
+        };
+        let name = text("n")?;
+        if name.is_empty() {
+            return Err(format!("{path}.n: required"));
+        }
         csvs.push(InstalledCsv {
-            name: text_of(&c["n"]),
-            version: text_of(&c["v"]),
-            replaces: text_of(&c["r"]),
-            phase: field(c, "phase")
-                .map(text_of)
-                .unwrap_or_else(|| "Succeeded".to_owned()),
+            name,
+            version: text("v")?,
+            replaces: text("r")?,
+            phase: match text("phase")? {
+                p if p.is_empty() => "Succeeded".to_owned(),
+                p => p,
+            },
             properties: annotation,
             provided_apis: provided,
             required_apis: required,
         });
     }
     let mut subscriptions = Vec::new();
-    for sub in installed["subs"].as_sequence().into_iter().flatten() {
-        let src = text_of(&sub["src"]);
-        let (source, source_namespace) = src.split_once('/').unwrap_or((&src, ""));
+    for (i, sub) in items(&installed["subs"], "installed.subs")?
+        .iter()
+        .enumerate()
+    {
+        let path = format!("installed.subs[{i}]");
+        known_keys(sub, &path, &SUB_KEYS)?;
+        let text = |k: &str| scalar(&sub[k], &format!("{path}.{k}"));
+        let src = text("src")?;
+        let (source, source_namespace) = src.split_once('/').ok_or(format!(
+            "{path}.src: <catalog>/<namespace> is expected, not {src:?}"
+        ))?;
         subscriptions.push(Subscription {
-            name: text_of(&sub["name"]),
-            package: text_of(&sub["pkg"]),
-            channel: text_of(&sub["ch"]),
+            name: text("name")?,
+            package: text("pkg")?,
+            channel: text("ch")?,
             source: source.to_owned(),
             source_namespace: source_namespace.to_owned(),
-            starting_csv: text_of(&sub["startingCSV"]),
-            installed_csv: text_of(&sub["installed"]),
+            starting_csv: text("startingCSV")?,
+            installed_csv: text("installed")?,
+            current_csv: String::new(),
         });
     }
-    let upgrade_strategy = match text_of(&installed["og"]["upgradeStrategy"]).as_str() {
+    known_keys(&installed["og"], "installed.og", &["upgradeStrategy"])?;
+    let upgrade_strategy = match scalar(
+        &installed["og"]["upgradeStrategy"],
+        "installed.og.upgradeStrategy",
+    )?
+    .as_str()
+    {
         "UnsafeFailForward" => UpgradeStrategy::UnsafeFailForward,
-        _ => UpgradeStrategy::Default,
+        "Default" | "" => UpgradeStrategy::Default,
+        other => {
+            return Err(format!(
+                "installed.og.upgradeStrategy: unknown strategy {other:?}"
+            ));
+        }
     };
     Ok(OwnedRequest {
         namespace,
@@ -793,13 +1092,40 @@ impl OwnedRequest {
             refused: Vec::new(),
         }
     }
+
+    /// The InstallPlan of `operators`, each installed from its notation CSV.
+    fn install_plan(&self, operators: &[classic::ResolvedOperator]) -> Result<InstallPlan, String> {
+        classic::install_plan(
+            &self.namespace,
+            &self.subscriptions,
+            &self.csvs,
+            operators,
+            |op| Ok(vec![notation_csv(&op.name)]),
+        )
+    }
 }
 
+const EXPECT_KEYS: [&str; 6] = [
+    "result",
+    "steps",
+    "updated_subs",
+    "unsat",
+    "error",
+    "error_contains",
+];
+
 fn classic_expectation(
+    request: &OwnedRequest,
     got: Result<Vec<classic::ResolvedOperator>, ClassicError>,
     expect: &Value,
 ) -> Check {
+    known_keys(expect, "expect", &EXPECT_KEYS)?;
     if let Some(unsat) = field(expect, "unsat") {
+        known_keys(
+            unsat,
+            "expect.unsat",
+            &["exact", "exact_derived", "contains", "one_of"],
+        )?;
         let messages = match &got {
             Err(ClassicError::Unsatisfiable(SolveError::Unsatisfiable { messages })) => messages,
             other => return Err(format!("expected unsatisfiable, got {other:?}")),
@@ -809,23 +1135,26 @@ fn classic_expectation(
             .err()
             .map(ToString::to_string)
             .unwrap_or_default();
-        if let Some(exact) = field(unsat, "exact").or_else(|| field(unsat, "exact_derived")) {
-            let mut want = list(exact);
-            want.sort();
-            expect_eq("core", messages, &want)?;
+        for key in ["exact", "exact_derived"] {
+            if let Some(exact) = field(unsat, key) {
+                let mut want = scalars(exact, &format!("expect.unsat.{key}"))?;
+                want.sort();
+                expect_eq("core", messages, &want)?;
+            }
         }
-        for m in field(unsat, "contains").map(list).unwrap_or_default() {
+        for m in scalars(&unsat["contains"], "expect.unsat.contains")? {
             if !text.contains(&m) {
                 return Err(format!("{text:?} lacks {m:?}"));
             }
         }
-        if let Some(one_of) = field(unsat, "one_of")
-            && !list(one_of).iter().any(|m| text.contains(m.as_str()))
-        {
-            return Err(format!("{text:?} has none of {one_of:?}"));
+        if let Some(one_of) = field(unsat, "one_of") {
+            let one_of = scalars(one_of, "expect.unsat.one_of")?;
+            if !one_of.iter().any(|m| text.contains(m.as_str())) {
+                return Err(format!("{text:?} has none of {one_of:?}"));
+            }
         }
         return match field(expect, "error") {
-            Some(error) => expect_eq("error", text, text_of(error)),
+            Some(error) => expect_eq("error", text, scalar(error, "expect.error")?),
             None => Ok(()),
         };
     }
@@ -833,18 +1162,18 @@ fn classic_expectation(
         return expect_eq(
             "error",
             got.map_err(|e| e.to_string()).err(),
-            Some(text_of(error)),
+            Some(scalar(error, "expect.error")?),
         );
     }
     if let Some(wanted) = field(expect, "error_contains") {
+        let parts = match wanted {
+            Value::Sequence(_) => scalars(wanted, "expect.error_contains")?,
+            other => vec![scalar(other, "expect.error_contains")?],
+        };
         let text = got
             .map(|r| format!("resolved {r:?}"))
             .map_err(|e| e.to_string());
         let text = text.err().ok_or("expected an error")?;
-        let parts = match wanted {
-            Value::Sequence(_) => list(wanted),
-            other => vec![text_of(other)],
-        };
         return match parts.iter().all(|p| text.contains(p.as_str())) {
             true => Ok(()),
             false => Err(format!("{text:?} lacks one of {parts:?}")),
@@ -853,17 +1182,20 @@ fn classic_expectation(
     let got = got.map_err(|e| e.to_string())?;
     let mut got_ids: Vec<String> = got.iter().map(|op| op.id()).collect();
     let mut want_ids = Vec::new();
-    for line in list(&expect["result"]) {
+    let result = field(expect, "result").ok_or("expect: no result, unsat or error")?;
+    for line in scalars(result, "expect.result")? {
         let mut words = line.split(' ');
         let id = words.next().unwrap_or_default().to_owned();
         let op = got.iter().find(|op| op.id() == id);
         for annotation in words {
-            let (key, value) = annotation.split_once('=').ok_or(format!("bad {line}"))?;
+            let (key, value) = annotation
+                .split_once('=')
+                .ok_or(format!("expect.result: unreadable {line:?}"))?;
             let actual = match (key, op) {
                 ("replaces", Some(op)) => op.replaces.clone(),
                 ("startingCSV", Some(op)) => op.starting_csv.clone().unwrap_or_default(),
-                (_, None) => continue,
-                _ => return Err(format!("unknown annotation {key}")),
+                ("replaces" | "startingCSV", None) => continue,
+                _ => return Err(format!("expect.result: unknown annotation {key}")),
             };
             expect_eq(&format!("{key} of {id}"), actual.as_str(), value)?;
         }
@@ -871,7 +1203,140 @@ fn classic_expectation(
     }
     got_ids.sort();
     want_ids.sort();
-    expect_eq("result", got_ids, want_ids)
+    expect_eq("result", got_ids, want_ids)?;
+    let plan = request.install_plan(&got)?;
+    if let Some(subs) = field(expect, "updated_subs") {
+        updated_subs_match(&plan, subs)?;
+    }
+    if let Some(steps) = field(expect, "steps") {
+        steps_match(&plan, &scalar(steps, "expect.steps")?)?;
+    }
+    Ok(())
+}
+
+fn updated_subs_match(plan: &InstallPlan, subs: &Value) -> Check {
+    let mut want = Vec::new();
+    for (i, s) in items(subs, "expect.updated_subs")?.iter().enumerate() {
+        let path = format!("expect.updated_subs[{i}]");
+        known_keys(s, &path, &["name", "currentCSV", "installedCSV"])?;
+        let text = |k: &str| scalar(&s[k], &format!("{path}.{k}"));
+        want.push((text("name")?, text("currentCSV")?, text("installedCSV")?));
+    }
+    let mut got: Vec<(String, String, String)> = plan
+        .updated_subscriptions
+        .iter()
+        .map(|u| {
+            (
+                u.name.clone(),
+                u.current_csv.clone(),
+                u.installed_csv.clone(),
+            )
+        })
+        .collect();
+    want.sort();
+    got.sort();
+    expect_eq("updated_subs", got, want)
+}
+
+/// Checks the plan against the notation's sentences about steps, separated by `; `:
+/// `none`; `bundle steps for <csv>[, <csv>][ and <csv>][ (CSV, then its CRDs/objects)]`;
+/// `no extra Subscription step`; `[plus a ]Subscription step [named ]<name>` followed by
+/// `with startingCSV <csv>`, `, startingCSV <csv>` or `(<field> <value>, ...)`;
+/// `CSV step for <csv> has spec.replaces <csv>`.
+fn steps_match(plan: &InstallPlan, text: &str) -> Check {
+    let unreadable = |clause: &str| format!("expect.steps: no rule reads {clause:?}");
+    let subscription_steps: Vec<&PlanStep> = plan
+        .steps
+        .iter()
+        .filter(|s| s.kind == "Subscription")
+        .collect();
+    for clause in text.split("; ") {
+        if clause == "none" {
+            let nothing = plan.steps.is_empty() && plan.bundle_lookups.is_empty();
+            expect_eq("no steps", nothing, true)?;
+        } else if clause == "no extra Subscription step" {
+            expect_eq("Subscription steps", subscription_steps.len(), 0)?;
+        } else if let Some(rest) = clause.strip_prefix("bundle steps for ") {
+            let (names, ordered) = match rest.strip_suffix(" (CSV, then its CRDs/objects)") {
+                Some(names) => (names, true),
+                None => (rest, false),
+            };
+            for name in names.split(" and ").flat_map(|n| n.split(", ")) {
+                let first = plan.steps.iter().find(|s| s.resolving == name);
+                let first = first.ok_or(format!("no bundle steps for {name}"))?;
+                if ordered {
+                    expect_eq(
+                        &format!("first step of {name}"),
+                        first.kind.as_str(),
+                        "ClusterServiceVersion",
+                    )?;
+                }
+            }
+        } else if let Some(rest) = clause
+            .strip_prefix("plus a Subscription step named ")
+            .or_else(|| clause.strip_prefix("Subscription step "))
+        {
+            let (name, fields) = subscription_clause(rest).ok_or_else(|| unreadable(clause))?;
+            let step = subscription_steps
+                .iter()
+                .find(|s| s.name == name)
+                .ok_or(format!("no Subscription step {name}"))?;
+            let manifest: serde_json::Value =
+                serde_json::from_str(&step.manifest).map_err(|e| e.to_string())?;
+            let spec = &manifest["spec"];
+            for (key, want) in fields {
+                let got = match key {
+                    "package" => spec["name"].as_str().unwrap_or_default().to_owned(),
+                    "source" => format!(
+                        "{}/{}",
+                        spec["source"].as_str().unwrap_or_default(),
+                        spec["sourceNamespace"].as_str().unwrap_or_default()
+                    ),
+                    "channel" | "startingCSV" | "installPlanApproval" => {
+                        spec[key].as_str().unwrap_or_default().to_owned()
+                    }
+                    _ => return Err(unreadable(clause)),
+                };
+                expect_eq(&format!("{key} of {name}"), got.as_str(), want)?;
+            }
+        } else if let Some(rest) = clause.strip_prefix("CSV step for ") {
+            let (name, replaces) = rest
+                .split_once(" has spec.replaces ")
+                .ok_or_else(|| unreadable(clause))?;
+            let csv = plan
+                .steps
+                .iter()
+                .find(|s| s.resolving == name && s.kind == "ClusterServiceVersion")
+                .ok_or(format!("no CSV step for {name}"))?;
+            let manifest: serde_json::Value =
+                serde_json::from_str(&csv.manifest).map_err(|e| e.to_string())?;
+            expect_eq(
+                &format!("spec.replaces of {name}"),
+                manifest["spec"]["replaces"].as_str().unwrap_or_default(),
+                replaces,
+            )?;
+        } else {
+            return Err(unreadable(clause));
+        }
+    }
+    Ok(())
+}
+
+/// `<name> with startingCSV <csv>`, `<name>, startingCSV <csv>` or
+/// `<name> (<field> <value>, ...)`: the name and the fields.
+fn subscription_clause(rest: &str) -> Option<(&str, Vec<(&str, &str)>)> {
+    if let Some(listed) = rest.strip_suffix(')') {
+        let (name, fields) = listed.split_once(" (")?;
+        let fields = fields
+            .split(", ")
+            .map(|f| f.split_once(' '))
+            .collect::<Option<Vec<_>>>()?;
+        return Some((name, fields));
+    }
+    let (name, csv) = rest
+        .split_once(" with startingCSV ")
+        .or_else(|| rest.split_once(", startingCSV "))?;
+    Some((name, vec![("startingCSV", csv)]))
 }
 
 // ---- V: v1 resolution ---------------------------------------------------------------------
@@ -932,7 +1397,7 @@ fn v1_deprecations(specs: &Value, package: &str) -> Vec<Deprecations> {
 }
 
 /// A catalog body of the notation: `channels`, `bundles` and `deprecations`.
-fn v1_content(body: &Value, package: &str) -> DeclarativeConfig {
+fn v1_content(body: &Value, package: &str) -> Result<DeclarativeConfig, String> {
     let mut dc = DeclarativeConfig {
         packages: vec![Package {
             name: package.to_owned(),
@@ -942,20 +1407,15 @@ fn v1_content(body: &Value, package: &str) -> DeclarativeConfig {
         deprecations: v1_deprecations(&body["deprecations"], package),
         ..Default::default()
     };
-    for (name, entries) in body["channels"].as_mapping().into_iter().flatten() {
+    for (name, entries) in pairs(&body["channels"], "channels")? {
         dc.channels.push(Channel {
-            name: text_of(name),
+            entries: entry_list(entries, &format!("channels.{name}"))?,
+            name,
             package: package.to_owned(),
-            entries: entries
-                .as_sequence()
-                .into_iter()
-                .flatten()
-                .map(channel_entry)
-                .collect(),
             ..Default::default()
         });
     }
-    dc
+    Ok(dc)
 }
 
 struct OwnedV1Catalog {
@@ -974,7 +1434,7 @@ fn v1_catalogs(
         ctx.gen_fixture
             .as_ref()
             .map(|g| v1_content(g, package))
-            .ok_or("no GEN fixture")
+            .ok_or("no GEN fixture")?
     };
     let catalog = |name: &str, content, priority, available| OwnedV1Catalog {
         name: name.to_owned(),
@@ -991,50 +1451,114 @@ fn v1_catalogs(
         ]);
     };
     if let Value::String(prose) = spec {
-        // "two catalogs, both availabilityMode Unavailable"
-        let available = !prose.contains("Unavailable");
-        return Ok(vec![
-            catalog("a", gen_fixture()?, 0, available),
-            catalog("b", gen_fixture()?, 0, available),
-        ]);
+        // `<count> catalogs, both|all availabilityMode <mode>`: catalogs a, b, ... each
+        // holding GEN(p).
+        let unreadable = || format!("catalogs: no rule reads {prose:?}");
+        let (count, mode) = prose
+            .split_once(" catalogs, both availabilityMode ")
+            .or_else(|| prose.split_once(" catalogs, all availabilityMode "))
+            .ok_or_else(unreadable)?;
+        let count = ["two", "three", "four"]
+            .iter()
+            .position(|w| *w == count)
+            .map(|i| i + 2)
+            .ok_or_else(unreadable)?;
+        let available = match mode {
+            "Available" => true,
+            "Unavailable" => false,
+            _ => return Err(unreadable()),
+        };
+        return (b'a'..)
+            .take(count)
+            .map(|c| {
+                Ok(catalog(
+                    &char::from(c).to_string(),
+                    gen_fixture()?,
+                    0,
+                    available,
+                ))
+            })
+            .collect();
     }
     let mut out = Vec::new();
-    for (name, body) in spec.as_mapping().into_iter().flatten() {
-        let name = text_of(name);
-        let priority = field(body, "priority").and_then(Value::as_i64).unwrap_or(0) as i32;
-        let available = field(body, "available")
-            .and_then(Value::as_bool)
-            .unwrap_or(true);
+    for (name, body) in pairs(spec, "catalogs")? {
+        let path = format!("catalogs.{name}");
+        // `empty`, `GEN(<package>)`, or a body (whose `content` is a GEN fixture).
+        let is_gen = |v: &Value| matches!(v, Value::String(s) if s == &format!("GEN({package})"));
         let content = match body {
             Value::String(s) if s == "empty" => DeclarativeConfig::default(),
-            Value::String(s) if s.starts_with("GEN(") => gen_fixture()?,
-            _ if field(body, "content").is_some() => gen_fixture()?,
-            _ => v1_content(body, package),
+            v if is_gen(v) => gen_fixture()?,
+            Value::String(s) => return Err(format!("{path}: no rule reads {s:?}")),
+            _ => {
+                known_keys(
+                    body,
+                    &path,
+                    &[
+                        "priority",
+                        "available",
+                        "content",
+                        "channels",
+                        "bundles",
+                        "deprecations",
+                    ],
+                )?;
+                match field(body, "content") {
+                    Some(c) if is_gen(c) => gen_fixture()?,
+                    Some(c) => return Err(format!("{path}.content: no rule reads {c:?}")),
+                    None => v1_content(body, package)?,
+                }
+            }
+        };
+        let priority = priority(body, &path)?;
+        let available = match field(body, "available") {
+            None => true,
+            Some(Value::Bool(b)) => *b,
+            Some(other) => return Err(format!("{path}.available: true or false, not {other:?}")),
         };
         out.push(catalog(&name, content, priority, available));
     }
     Ok(out)
 }
 
-fn v1_request(spec: &Value) -> V1Request {
-    let installed = field(spec, "installed").map(|i| InstalledBundle {
-        name: text_of(&i["name"]),
-        version: text_of(&i["version"]),
-    });
-    let policy = match text_of(&spec["policy"]).as_str() {
-        "SelfCertified" => UpgradePolicy::SelfCertified,
-        _ => UpgradePolicy::CatalogProvided,
+fn v1_request(spec: &Value) -> Result<V1Request, String> {
+    known_keys(
+        spec,
+        "request",
+        &[
+            "package",
+            "channels",
+            "version",
+            "policy",
+            "selector",
+            "installed",
+        ],
+    )?;
+    let installed = match field(spec, "installed") {
+        None => None,
+        Some(i) => {
+            known_keys(i, "request.installed", &["name", "version"])?;
+            Some(InstalledBundle {
+                name: scalar(&i["name"], "request.installed.name")?,
+                version: scalar(&i["version"], "request.installed.version")?,
+            })
+        }
     };
-    V1Request {
-        package: field(spec, "package")
-            .map(text_of)
-            .unwrap_or_else(|| "p".to_owned()),
-        channels: list(&spec["channels"]),
-        version: text_of(&spec["version"]),
+    let policy = match scalar(&spec["policy"], "request.policy")?.as_str() {
+        "SelfCertified" => UpgradePolicy::SelfCertified,
+        "CatalogProvided" | "" => UpgradePolicy::CatalogProvided,
+        other => return Err(format!("request.policy: unknown policy {other:?}")),
+    };
+    Ok(V1Request {
+        package: match scalar(&spec["package"], "request.package")? {
+            p if p.is_empty() => "p".to_owned(),
+            p => p,
+        },
+        channels: scalars(&spec["channels"], "request.channels")?,
+        version: scalar(&spec["version"], "request.version")?,
         policy,
         selector: field(spec, "selector").map(selector),
         installed,
-    }
+    })
 }
 
 fn selector(v: &Value) -> LabelSelector {
@@ -1069,11 +1593,41 @@ fn run_v1(s: &Value, ctx: &Context) -> Check {
     if field(s, "bundles").is_some() && field(s, "channel_stable").is_none() {
         return v1_semver_successors(s);
     }
-    let cases: Vec<Value> = match field(s, "cases").and_then(Value::as_sequence) {
-        Some(cases) => cases.clone(),
+    known_keys(
+        s,
+        "scenario",
+        &[
+            "id",
+            "source",
+            "catalogs",
+            "request",
+            "expect",
+            "cases",
+            "resolver_wrapping",
+        ],
+    )?;
+    let cases: Vec<Value> = match field(s, "cases") {
+        Some(cases) => items(cases, "cases")?.to_vec(),
         None => vec![Value::Mapping(Default::default())],
     };
     for (i, case) in cases.iter().enumerate() {
+        known_keys(
+            case,
+            &format!("cases[{i}]"),
+            &[
+                "catalogs",
+                "error",
+                "expect",
+                "installed",
+                "match",
+                "property",
+                "range",
+                "request",
+                "selector",
+                "successors_or_self",
+                "version",
+            ],
+        )?;
         if let Some(range) = field(case, "range") {
             v1_range_case(range, case)?;
             continue;
@@ -1086,7 +1640,7 @@ fn run_v1(s: &Value, ctx: &Context) -> Check {
             field(case, "request")
                 .or_else(|| field(s, "request"))
                 .unwrap_or(&Value::Null),
-        );
+        )?;
         if let Some(version) = field(case, "version") {
             request.version = text_of(version);
         }
@@ -1238,12 +1792,7 @@ fn installed_bundle(i: &Value) -> Result<(InstalledBundle, VersionRelease), Stri
 
 /// V21: the catalog successor predicate plus "same version+release" (the stay option).
 fn v1_successor_cases(s: &Value, _ctx: &Context) -> Check {
-    let entries: Vec<ChannelEntry> = s["channel_stable"]
-        .as_sequence()
-        .into_iter()
-        .flatten()
-        .map(channel_entry)
-        .collect();
+    let entries = entry_list(&s["channel_stable"], "channel_stable")?;
     let refs: Vec<&ChannelEntry> = entries.iter().collect();
     let prefix = entries
         .first()
@@ -1274,12 +1823,7 @@ fn v1_successor_cases(s: &Value, _ctx: &Context) -> Check {
 }
 
 fn v1_legacy_table(table: &Value) -> Check {
-    let entries: Vec<ChannelEntry> = table["channel"]
-        .as_sequence()
-        .into_iter()
-        .flatten()
-        .map(channel_entry)
-        .collect();
+    let entries = entry_list(&table["channel"], "legacy_table.channel")?;
     let refs: Vec<&ChannelEntry> = entries.iter().collect();
     let (installed, ivr) = installed_bundle(&table["installed"])?;
     for (name, want) in table["successor"].as_mapping().into_iter().flatten() {
@@ -1536,4 +2080,107 @@ fn openshift_never_resolves() -> Check {
     )?;
     expect_eq("v1", v1_result(&capped), v1_result(&plain))?;
     expect_eq("v1 result", v1_result(&plain), Ok("p.v1.0.0".to_owned()))
+}
+
+/// A scenario the harness cannot read fails, naming the field, instead of passing as if its
+/// catalogs or installed state were empty.
+#[test]
+fn unreadable_scenarios_fail_naming_the_field() {
+    let verdict = |yaml: &str| {
+        let s: Value = serde_yaml::from_str(yaml).expect("test YAML");
+        let ctx = Context {
+            seen: HashMap::new(),
+            gen_fixture: None,
+        };
+        match run(&text_of(&s["id"]), &s, &ctx) {
+            Verdict::Pass => "PASS".to_owned(),
+            Verdict::Fail(reason) => reason,
+            Verdict::Skip(reason) => format!("SKIP {reason}"),
+        }
+    };
+    let catalog = "{c/ns: {packages: {a: {channels: {alpha: [{n: a.v1}]}}}}}";
+    let sub = "{name: a-alpha, pkg: a, ch: alpha, src: c/ns}";
+    let scenario = |catalogs: &str, installed: &str, expect: &str| {
+        format!("{{id: C99, catalogs: {catalogs}, installed: {installed}, expect: {expect}}}")
+    };
+    let ok = r#"{result: ["c/ns/alpha/a.v1"], updated_subs: [{name: a-alpha, currentCSV: a.v1}], steps: "bundle steps for a.v1 (CSV, then its CRDs/objects); no extra Subscription step"}"#;
+    let installed = format!("{{namespace: ns, subs: [{sub}]}}");
+    assert_eq!(verdict(&scenario(catalog, &installed, ok)), "PASS");
+    for (catalogs, installed, expect, reason) in [
+        (
+            r#""three bundles somewhere""#.to_owned(),
+            installed.clone(),
+            ok,
+            r#"catalogs: no rule reads "three bundles somewhere""#,
+        ),
+        (
+            catalog.replace("{n: a.v1}", "{n: a.v1, prov: API1}"),
+            installed.clone(),
+            ok,
+            r#"catalogs.c/ns.packages.a.channels.alpha[0].prov: a list is expected, not String("API1")"#,
+        ),
+        (
+            catalog.replace("{n: a.v1}", "{n: a.v1, provides: [API1]}"),
+            installed.clone(),
+            ok,
+            "catalogs.c/ns.packages.a.channels.alpha[0].provides: not a field of the notation",
+        ),
+        (
+            catalog.to_owned(),
+            installed.replace("pkg: a", "package: a"),
+            ok,
+            "installed.subs[0].package: not a field of the notation",
+        ),
+        (
+            catalog.to_owned(),
+            installed.replace("src: c/ns", "src: c"),
+            ok,
+            r#"installed.subs[0].src: <catalog>/<namespace> is expected, not "c""#,
+        ),
+        (
+            catalog.to_owned(),
+            installed.clone(),
+            r#"{result: ["c/ns/alpha/a.v1"], steps: "a CSV, probably"}"#,
+            r#"expect.steps: no rule reads "a CSV, probably""#,
+        ),
+        (
+            catalog.to_owned(),
+            installed.clone(),
+            r#"{result: ["c/ns/alpha/a.v1"], updated_subs: [{name: a-alpha, currentCSV: a.v2}]}"#,
+            r#"updated_subs: got [("a-alpha", "a.v1", "")], want [("a-alpha", "a.v2", "")]"#,
+        ),
+        (
+            catalog.to_owned(),
+            installed.clone(),
+            "{results: []}",
+            "expect.results: not a field of the notation",
+        ),
+    ] {
+        assert_eq!(verdict(&scenario(&catalogs, &installed, expect)), reason);
+    }
+    let cases = format!("{{id: C99, catalogs: {catalog}, cases: [{{installed: {installed}}}]}}");
+    assert_eq!(verdict(&cases), "cases[0].expect: required");
+    for (v1, reason) in [
+        (
+            r#"{id: V99, catalogs: {a: "GEN(q)"}, request: {package: p}, expect: {bundle: p.v1}}"#,
+            r#"catalogs.a: no rule reads "GEN(q)""#,
+        ),
+        (
+            "{id: V99, request: {package: p, policy: Newest}, expect: {bundle: p.v1}}",
+            r#"request.policy: unknown policy "Newest""#,
+        ),
+        (
+            "{id: V99, cases: [{request: {pkg: p}, expect: {bundle: p.v1}}]}",
+            "request.pkg: not a field of the notation",
+        ),
+    ] {
+        assert_eq!(verdict(v1), reason);
+    }
+    let cases = format!("{{id: C99, catalogs: {catalog}, cases: []}}");
+    assert_eq!(verdict(&cases), "cases: empty");
+    let cases = format!("{{id: C99, catalogs: {catalog}, cases: {{installed: {installed}}}}}");
+    assert_eq!(
+        verdict(&cases).split(',').next(),
+        Some("cases: a list is expected")
+    );
 }

@@ -63,6 +63,12 @@ dependency (package queue-operator)
   image:      quay.io/example/queue-operator-bundle:v0.6.0
   step:       install
   because:    bundle cache-operator.v1.2.0 requires an operator with package: queue-operator and with version in range: >=0.5.0
+
+install plan:
+  bundle lookup: cache-operator.v1.2.0 from quay.io/example/cache-operator-bundle:v1.2.0 (catalog examples/olm, replaces cache-operator.v1.1.0)
+  bundle lookup: queue-operator.v0.6.0 from quay.io/example/queue-operator-bundle:v0.6.0 (catalog examples/olm, replaces queue-operator.v0.5.0)
+  step: Subscription queue-operator-stable-examples-olm (operators.coreos.com/v1alpha1) for queue-operator.v0.6.0
+  subscription cache: currentCSV cache-operator.v1.2.0 (installedCSV cache-operator.v1.1.0)
 "
     );
 }
@@ -117,7 +123,42 @@ fn classic_upgrade_pulls_in_a_dependency_json() {
         }
       ]
     }
-  ]
+  ],
+  "installPlan": {
+    "steps": [
+      {
+        "resolving": "queue-operator.v0.6.0",
+        "group": "operators.coreos.com",
+        "version": "v1alpha1",
+        "kind": "Subscription",
+        "name": "queue-operator-stable-examples-olm",
+        "manifest": "{\"apiVersion\":\"operators.coreos.com/v1alpha1\",\"kind\":\"Subscription\",\"metadata\":{\"name\":\"queue-operator-stable-examples-olm\",\"namespace\":\"operators\"},\"spec\":{\"channel\":\"stable\",\"installPlanApproval\":\"Automatic\",\"name\":\"queue-operator\",\"source\":\"examples\",\"sourceNamespace\":\"olm\",\"startingCSV\":\"queue-operator.v0.6.0\"}}"
+      }
+    ],
+    "bundleLookups": [
+      {
+        "identifier": "cache-operator.v1.2.0",
+        "path": "quay.io/example/cache-operator-bundle:v1.2.0",
+        "replaces": "cache-operator.v1.1.0",
+        "catalog": "examples/olm",
+        "properties": "{\"properties\":[{\"type\":\"olm.package\",\"value\":{\"packageName\":\"cache-operator\",\"version\":\"1.2.0\"}},{\"type\":\"olm.gvk\",\"value\":{\"group\":\"cache.example.com\",\"kind\":\"CacheCluster\",\"version\":\"v1alpha1\"}},{\"type\":\"olm.gvk\",\"value\":{\"group\":\"cache.example.com\",\"kind\":\"CacheCluster\",\"version\":\"v1\"}},{\"type\":\"olm.package.required\",\"value\":{\"packageName\":\"queue-operator\",\"versionRange\":\">=0.5.0\"}},{\"type\":\"olm.maxOpenShiftVersion\",\"value\":\"4.18\"}]}"
+      },
+      {
+        "identifier": "queue-operator.v0.6.0",
+        "path": "quay.io/example/queue-operator-bundle:v0.6.0",
+        "replaces": "queue-operator.v0.5.0",
+        "catalog": "examples/olm",
+        "properties": "{\"properties\":[{\"type\":\"olm.package\",\"value\":{\"packageName\":\"queue-operator\",\"version\":\"0.6.0\"}},{\"type\":\"olm.gvk\",\"value\":{\"group\":\"queue.example.com\",\"kind\":\"Queue\",\"version\":\"v1\"}},{\"type\":\"olm.gvk.required\",\"value\":{\"group\":\"cache.example.com\",\"kind\":\"CacheCluster\",\"version\":\"v1\"}}]}"
+      }
+    ],
+    "updatedSubscriptions": [
+      {
+        "name": "cache",
+        "currentCSV": "cache-operator.v1.2.0",
+        "installedCSV": "cache-operator.v1.1.0"
+      }
+    ]
+  }
 }
 "#
     );
@@ -272,7 +313,7 @@ fn bad_input_names_the_file_and_the_field() {
     let cases = [
         (
             UNSATISFIABLE.replace("package: cache-operator", "packge: cache-operator"),
-            "subscriptions[0]: unknown field `packge`, expected one of `name`, `package`, `channel`, `source`, `sourceNamespace`, `startingCSV`, `installedCSV` at line 12 column 5",
+            "subscriptions[0]: unknown field `packge`, expected one of `name`, `package`, `channel`, `source`, `sourceNamespace`, `startingCSV`, `installedCSV`, `currentCSV` at line 12 column 5",
         ),
         (
             UNSATISFIABLE.replace("mode: classic", "mode: v2"),
@@ -423,6 +464,10 @@ subscription c-stable (package c)
   step:       upgrade c.v1 -> c.v2
   warning:    c.v2: it provides Cache.v1.c.example.com that OperatorGroup team-a/shared already provides in namespace operators
 
+install plan:
+  bundle lookup: c.v2 from registry.example.com/c-bundle:v2.0.0 (catalog primary/olm, replaces c.v1)
+  subscription c-stable: currentCSV c.v2 (installedCSV c.v1)
+
 OpenShift 4.16.0: the next minor upgrade is blocked
   - c.v2 blocks the upgrade to OpenShift 4.17: its olm.maxOpenShiftVersion is 4.16
 "
@@ -485,6 +530,224 @@ subscription p (package p)
   image:      registry.example.com/p:v2
   step:       upgrade p.v1 -> p.v2
   path:       p.v1 -> p.v2 -> p.v3
+
+install plan:
+  bundle lookup: p.v2 from registry.example.com/p:v2 (catalog c/ns, replaces p.v1)
+  subscription p: currentCSV p.v2 (installedCSV p.v1)
 "
+    );
+}
+
+/// OLM resolves a namespace only from catalogs of that namespace and of the global catalog
+/// namespace (`olm` unless `globalNamespace` says otherwise; none with
+/// `excludeGlobalNamespaceResolution`). Another catalog is not even loaded (its directory
+/// does not exist), and a subscription to it finds nothing, in OLM's words.
+#[test]
+fn catalogs_outside_the_resolution_namespaces_are_invisible() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = "\
+mode: classic
+namespace: operators
+catalogs:
+  - {name: examples, namespace: team-b, directory: TEAM_B}
+  - {name: examples, namespace: olm, directory: OLM}
+subscriptions:
+  - {name: cache, package: cache-operator, channel: stable, source: examples, sourceNamespace: SOURCE}
+";
+    let request = |extra: &str, team_b: &str, olm: &str, source: &str| {
+        let text = base
+            .replace(
+                "namespace: operators\n",
+                &format!("namespace: operators\n{extra}"),
+            )
+            .replace("TEAM_B", team_b)
+            .replace("OLM", olm)
+            .replace("SOURCE", source);
+        let path = request_file(&dir, &text);
+        let (code, stdout, _) = run(&["resolve", path.to_str().unwrap()]);
+        (code, stdout)
+    };
+    assert_eq!(
+        request("", "does-not-exist", "CATALOG", "team-b"),
+        (
+            1,
+            "\
+warning: catalog examples/team-b is not visible from namespace operators: OLM resolves only from catalogs of the namespace itself and of the global catalog namespace olm
+classic resolution of namespace operators: no consistent set of operators exists, because:
+  - no operators found from catalog examples in namespace team-b referenced by subscription cache
+  - subscription cache exists
+"
+            .to_owned()
+        )
+    );
+    assert_eq!(
+        request(
+            "excludeGlobalNamespaceResolution: true\n",
+            "does-not-exist",
+            "does-not-exist",
+            "olm"
+        ),
+        (
+            1,
+            "\
+warning: catalog examples/team-b is not visible from namespace operators: OLM resolves only from catalogs of the namespace itself (its OperatorGroup excludes the global catalog namespace olm)
+warning: catalog examples/olm is not visible from namespace operators: OLM resolves only from catalogs of the namespace itself (its OperatorGroup excludes the global catalog namespace olm)
+classic resolution of namespace operators: no consistent set of operators exists, because:
+  - no operators found from catalog examples in namespace olm referenced by subscription cache
+  - subscription cache exists
+"
+            .to_owned()
+        )
+    );
+    let (code, stdout) = request(
+        "globalNamespace: team-b\n",
+        "CATALOG",
+        "does-not-exist",
+        "team-b",
+    );
+    assert_eq!(code, 0);
+    assert_eq!(
+        stdout.lines().take(6).collect::<Vec<_>>().join("\n"),
+        "\
+warning: catalog examples/olm is not visible from namespace operators: OLM resolves only from catalogs of the namespace itself and of the global catalog namespace team-b
+classic resolution of namespace operators:
+
+subscription cache (package cache-operator)
+  bundle:     cache-operator.v1.2.0 (version 1.2.0)
+  channel:    stable"
+    );
+}
+
+/// The InstallPlan as OLM's step resolver writes it: a bundle without an image is installed
+/// from its objects (the CSV placed in the namespace with the properties annotation, CRDs,
+/// the rest, a Secret as BundleSecret, service accounts other than `default`); a bundle
+/// image is a lookup; a dependency gets a Subscription; a subscription whose currentCSV is
+/// already the chosen operator needs nothing.
+#[test]
+fn the_install_plan_lists_steps_lookups_and_subscription_updates() {
+    use base64::Engine as _;
+    let dir = tempfile::tempdir().unwrap();
+    let catalog = dir.path().join("catalog");
+    std::fs::create_dir(&catalog).unwrap();
+    let object = |json: &str| {
+        let data = base64::engine::general_purpose::STANDARD.encode(json);
+        format!("  - {{type: olm.bundle.object, value: {{data: {data}}}}}\n")
+    };
+    let csv = r#"{"apiVersion":"operators.coreos.com/v1alpha1","kind":"ClusterServiceVersion","metadata":{"name":"app.v1"},"spec":{"replaces":"app.v0","install":{"spec":{"permissions":[{"serviceAccountName":"app-sa"},{"serviceAccountName":"default"}],"clusterPermissions":[{"serviceAccountName":"app-sa"}]}}}}"#;
+    let crd = r#"{"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResourceDefinition","metadata":{"name":"apps.app.example.com"}}"#;
+    let secret = r#"{"apiVersion":"v1","kind":"Secret","metadata":{"name":"app-token"}}"#;
+    let fbc = format!(
+        "\
+---
+schema: olm.package
+name: app
+defaultChannel: stable
+---
+schema: olm.channel
+package: app
+name: stable
+entries: [{{name: app.v1}}]
+---
+schema: olm.bundle
+package: app
+name: app.v1
+properties:
+  - {{type: olm.package, value: {{packageName: app, version: 1.0.0}}}}
+  - {{type: olm.gvk.required, value: {{group: db.example.com, kind: DB, version: v1}}}}
+{}{}{}---
+schema: olm.package
+name: db
+defaultChannel: stable
+---
+schema: olm.channel
+package: db
+name: stable
+entries: [{{name: db.v1}}]
+---
+schema: olm.bundle
+package: db
+name: db.v1
+image: registry.example.com/db:v1
+properties:
+  - {{type: olm.package, value: {{packageName: db, version: 1.0.0}}}}
+  - {{type: olm.gvk, value: {{group: db.example.com, kind: DB, version: v1}}}}
+",
+        object(secret),
+        object(crd),
+        object(csv),
+    );
+    std::fs::write(catalog.join("catalog.yaml"), fbc).unwrap();
+    let path = dir.path().join("request.yaml");
+    let write = |subscription: &str, installed: &str| {
+        std::fs::write(
+            &path,
+            format!(
+                "mode: classic\nnamespace: ns\ncatalogs: [{{name: c, directory: catalog}}]\ninstalled: [{installed}]\nsubscriptions: [{subscription}]\n"
+            ),
+        )
+        .unwrap();
+    };
+    let plan = || {
+        let (code, stdout, stderr) = run(&["resolve", path.to_str().unwrap()]);
+        assert_eq!(code, 0, "{stderr}");
+        stdout.split("\ninstall plan:\n").nth(1).map(str::to_owned)
+    };
+    write("{name: app, package: app, source: c}", "");
+    assert_eq!(
+        plan().as_deref(),
+        Some(
+            "  bundle lookup: db.v1 from registry.example.com/db:v1 (catalog c/ns)
+  step: ClusterServiceVersion app.v1 (operators.coreos.com/v1alpha1) for app.v1
+  step: CustomResourceDefinition apps.app.example.com (apiextensions.k8s.io/v1) for app.v1
+  step: BundleSecret app-token (v1) for app.v1
+  step: ServiceAccount app-sa (v1) for app.v1
+  step: Subscription db-stable-c-ns (operators.coreos.com/v1alpha1) for db.v1
+  subscription app: currentCSV app.v1
+"
+        )
+    );
+    let (code, stdout, _) = run(&["resolve", path.to_str().unwrap(), "-o", "json"]);
+    assert_eq!(code, 0);
+    let answer: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    let steps = answer["installPlan"]["steps"].as_array().unwrap();
+    let csv_step: serde_json::Value =
+        serde_json::from_str(steps[0]["manifest"].as_str().unwrap()).unwrap();
+    assert_eq!(
+        csv_step,
+        serde_json::json!({
+            "apiVersion": "operators.coreos.com/v1alpha1",
+            "kind": "ClusterServiceVersion",
+            "metadata": {
+                "name": "app.v1",
+                "namespace": "ns",
+                "annotations": {"operatorframework.io/properties": r#"{"properties":[{"type":"olm.package","value":{"packageName":"app","version":"1.0.0"}},{"type":"olm.gvk.required","value":{"group":"db.example.com","kind":"DB","version":"v1"}}]}"#},
+            },
+            "spec": {"install": {"spec": {
+                "permissions": [{"serviceAccountName": "app-sa"}, {"serviceAccountName": "default"}],
+                "clusterPermissions": [{"serviceAccountName": "app-sa"}],
+            }}},
+        })
+    );
+    assert_eq!(
+        steps[4]["manifest"],
+        r#"{"apiVersion":"operators.coreos.com/v1alpha1","kind":"Subscription","metadata":{"name":"db-stable-c-ns","namespace":"ns"},"spec":{"channel":"stable","installPlanApproval":"Automatic","name":"db","source":"c","sourceNamespace":"ns","startingCSV":"db.v1"}}"#
+    );
+    assert_eq!(
+        answer["installPlan"]["updatedSubscriptions"],
+        serde_json::json!([{"name": "app", "currentCSV": "app.v1"}])
+    );
+
+    // app.v1 is already the subscription's currentCSV and exists: only db needs steps.
+    write(
+        "{name: app, package: app, source: c, currentCSV: app.v1}",
+        "{name: app.v1, version: 1.0.0}",
+    );
+    assert_eq!(
+        plan().as_deref(),
+        Some(
+            "  bundle lookup: db.v1 from registry.example.com/db:v1 (catalog c/ns)
+  step: Subscription db-stable-c-ns (operators.coreos.com/v1alpha1) for db.v1
+"
+        )
     );
 }

@@ -105,6 +105,10 @@ impl Loader<'_> {
         let mut catalogs: Vec<Loaded> = Vec::with_capacity(req.catalogs.len());
         for (i, c) in req.catalogs.iter().enumerate() {
             let at = |e: String| format!("catalogs[{i}] ({}): {e}", c.name);
+            if !req.resolves_from(c) {
+                catalogs.push(service::not_loaded());
+                continue;
+            }
             if let Some(address) = &c.address {
                 // As in the service: a server that cannot be read fails only what needs it.
                 let (runtime, remote) = self.runtime()?;

@@ -3,6 +3,7 @@
 //! - [`version_constraint`]: the Masterminds grammar of v1 `version` (blang ranges and
 //!   versions live in [`crate::catalog::semver`], shared with catalog validation);
 //! - [`olm_constraint`], [`predicate`], [`cel_rule`]: requirements and what satisfies them;
+//!   [`go_json`] words JSON syntax errors in them as OLM does;
 //! - [`solver`]: variables and constraints, the preference search and explanations;
 //! - [`classic`]: OLM classic resolution of a namespace's subscriptions;
 //! - [`v1`]: OLM v1 resolution of one ClusterExtension;
@@ -12,6 +13,7 @@
 //! - [`service`]: a whole request (CLI file or gRPC message) to its answer.
 pub mod cel_rule;
 pub mod classic;
+pub mod go_json;
 pub mod olm_constraint;
 pub mod openshift;
 pub mod predicate;

@@ -7,6 +7,7 @@ use serde_json::Value;
 use crate::catalog::semver::Range;
 
 use super::cel_rule::CelRule;
+use super::go_json::{Read, syntax_error};
 use super::predicate::Predicate;
 
 /// Upstream's limit (`2 << 16`); its comment says 64 KB but this is what it enforces.
@@ -50,15 +51,21 @@ impl OlmConstraint {
                 "olm.constraint value is greater than max constraint size {MAX_CONSTRAINT_SIZE} bytes"
             ));
         }
-        let value = match serde_json::Deserializer::from_str(raw)
+        if let Some(e) = syntax_error(raw, Read::FirstValue) {
+            return Err(e);
+        }
+        let value = serde_json::Deserializer::from_str(raw)
             .into_iter::<Value>()
             .next()
-        {
-            Some(value) => value.map_err(|e| e.to_string())?,
-            // Go's decoder reports empty input as end of file.
-            None => return Err("EOF".to_owned()),
-        };
-        decode_constraint(&value)
+            .unwrap_or(Ok(Value::Null))
+            .map_err(|e| e.to_string())?;
+        decode_constraint(
+            &value,
+            Place {
+                strukt: "",
+                path: "",
+            },
+        )
     }
 
     /// The kind's name as upstream's tests spell it.
@@ -113,24 +120,55 @@ impl OlmConstraint {
     }
 }
 
-/// The members of a JSON object matched against `known` names case-insensitively (Go
-/// rules); any other member is an error. Null members count as absent. A null object
-/// decodes to all-absent, as Go leaves a nil pointer.
+/// Where a value sits, for Go's type errors: the innermost struct holding it and the field
+/// path from the outermost one (`Struct.outer.inner`; empty for the whole value).
+#[derive(Clone, Copy)]
+struct Place<'a> {
+    strukt: &'a str,
+    path: &'a str,
+}
+
+impl Place<'_> {
+    fn type_error(&self, v: &Value, go_type: &str) -> String {
+        if self.path.is_empty() {
+            format!(
+                "json: cannot unmarshal {} into Go value of type {go_type}",
+                kind_name(v)
+            )
+        } else {
+            format!(
+                "json: cannot unmarshal {} into Go struct field {}.{} of type {go_type}",
+                kind_name(v),
+                self.strukt,
+                self.path
+            )
+        }
+    }
+}
+
+/// `path.field`, or `field` at the top.
+fn join(path: &str, field: &str) -> String {
+    if path.is_empty() {
+        field.to_owned()
+    } else {
+        format!("{path}.{field}")
+    }
+}
+
+/// The members of the JSON object at `place` matched against `known` names
+/// case-insensitively (Go rules); any other member is an error. Null members count as
+/// absent. A null object decodes to all-absent, as Go leaves a nil pointer.
 fn members<'v, const N: usize>(
     v: &'v Value,
     known: [&str; N],
+    place: Place<'_>,
     go_type: &str,
 ) -> Result<[Option<&'v Value>; N], String> {
     let mut slots = [None; N];
     let fields = match v {
         Value::Object(fields) => fields,
         Value::Null => return Ok(slots),
-        other => {
-            return Err(format!(
-                "json: cannot unmarshal {} into Go value of type {go_type}",
-                kind_name(other)
-            ));
-        }
+        other => return Err(place.type_error(other, go_type)),
     };
     for (key, value) in fields {
         let Some(i) = known.iter().position(|k| k.eq_ignore_ascii_case(key)) else {
@@ -141,18 +179,21 @@ fn members<'v, const N: usize>(
     Ok(slots)
 }
 
-fn string(v: Option<&Value>, field: &str) -> Result<String, String> {
+/// Field `field` of Go struct `strukt` (at `path`), a string.
+fn string(v: Option<&Value>, strukt: &str, path: &str, field: &str) -> Result<String, String> {
     match v {
         None => Ok(String::new()),
         Some(Value::String(s)) => Ok(s.clone()),
-        Some(other) => Err(format!(
-            "json: cannot unmarshal {} into Go struct field {field} of type string",
-            kind_name(other)
-        )),
+        Some(other) => Err(Place {
+            strukt,
+            path: &join(path, field),
+        }
+        .type_error(other, "string")),
     }
 }
 
-fn decode_constraint(v: &Value) -> Result<OlmConstraint, String> {
+/// The constraint at `place` (the whole value, or an element of a compound's list).
+fn decode_constraint(v: &Value, place: Place<'_>) -> Result<OlmConstraint, String> {
     let [failure, gvk, package, all, any, not, cel] = members(
         v,
         [
@@ -164,21 +205,27 @@ fn decode_constraint(v: &Value) -> Result<OlmConstraint, String> {
             "not",
             "cel",
         ],
+        place,
         "constraints.Constraint",
     )?;
-    let failure_message = string(failure, "Constraint.failureMessage")?;
+    let path = place.path;
+    let failure_message = string(failure, "Constraint", path, "failureMessage")?;
+    type Decode = fn(&Value, &str) -> Result<ConstraintKind, String>;
+    let nested = |v: Option<&Value>, field: &str, decode: Decode| {
+        v.map(|v| decode(v, &join(path, field))).transpose()
+    };
     // Every present field is decoded (and can fail) even though only the first decides.
-    let gvk = gvk.map(decode_gvk).transpose()?;
-    let package = package.map(decode_package).transpose()?;
-    let all = all.map(decode_compound).transpose()?;
-    let any = any.map(decode_compound).transpose()?;
-    let not = not.map(decode_compound).transpose()?;
-    let cel = cel.map(decode_cel).transpose()?;
+    let gvk = nested(gvk, "gvk", decode_gvk)?;
+    let package = nested(package, "package", decode_package)?;
+    let all = nested(all, "all", decode_all)?;
+    let any = nested(any, "any", decode_any)?;
+    let not = nested(not, "not", decode_not)?;
+    let cel = nested(cel, "cel", decode_cel)?;
     let kind = gvk
         .or(package)
-        .or(all.map(ConstraintKind::All))
-        .or(any.map(ConstraintKind::Any))
-        .or(not.map(ConstraintKind::Not))
+        .or(all)
+        .or(any)
+        .or(not)
         .or(cel)
         .unwrap_or(ConstraintKind::Empty);
     Ok(OlmConstraint {
@@ -187,43 +234,77 @@ fn decode_constraint(v: &Value) -> Result<OlmConstraint, String> {
     })
 }
 
-fn decode_gvk(v: &Value) -> Result<ConstraintKind, String> {
-    let [group, version, kind] = members(v, ["group", "version", "kind"], "constraints.GVK")?;
+/// A pointer field of `Constraint` at `path`.
+fn field_place(path: &str) -> Place<'_> {
+    Place {
+        strukt: "Constraint",
+        path,
+    }
+}
+
+fn decode_gvk(v: &Value, path: &str) -> Result<ConstraintKind, String> {
+    let [group, version, kind] = members(
+        v,
+        ["group", "version", "kind"],
+        field_place(path),
+        "constraints.GVKConstraint",
+    )?;
+    let field = |v, name| string(v, "GVKConstraint", path, name);
     Ok(ConstraintKind::Gvk {
-        group: string(group, "GVK.group")?,
-        version: string(version, "GVK.version")?,
-        kind: string(kind, "GVK.kind")?,
+        group: field(group, "group")?,
+        version: field(version, "version")?,
+        kind: field(kind, "kind")?,
     })
 }
 
-fn decode_package(v: &Value) -> Result<ConstraintKind, String> {
+fn decode_package(v: &Value, path: &str) -> Result<ConstraintKind, String> {
     let [name, range] = members(
         v,
         ["packageName", "versionRange"],
+        field_place(path),
         "constraints.PackageConstraint",
     )?;
     Ok(ConstraintKind::Package {
-        package_name: string(name, "PackageConstraint.packageName")?,
-        version_range: string(range, "PackageConstraint.versionRange")?,
+        package_name: string(name, "PackageConstraint", path, "packageName")?,
+        version_range: string(range, "PackageConstraint", path, "versionRange")?,
     })
 }
 
-fn decode_cel(v: &Value) -> Result<ConstraintKind, String> {
-    let [rule] = members(v, ["rule"], "constraints.Cel")?;
+fn decode_cel(v: &Value, path: &str) -> Result<ConstraintKind, String> {
+    let [rule] = members(v, ["rule"], field_place(path), "constraints.Cel")?;
     Ok(ConstraintKind::Cel {
-        rule: string(rule, "Cel.rule")?,
+        rule: string(rule, "Cel", path, "rule")?,
     })
 }
 
-fn decode_compound(v: &Value) -> Result<Vec<OlmConstraint>, String> {
-    let [constraints] = members(v, ["constraints"], "constraints.CompoundConstraint")?;
+fn decode_all(v: &Value, path: &str) -> Result<ConstraintKind, String> {
+    decode_compound(v, path).map(ConstraintKind::All)
+}
+
+fn decode_any(v: &Value, path: &str) -> Result<ConstraintKind, String> {
+    decode_compound(v, path).map(ConstraintKind::Any)
+}
+
+fn decode_not(v: &Value, path: &str) -> Result<ConstraintKind, String> {
+    decode_compound(v, path).map(ConstraintKind::Not)
+}
+
+fn decode_compound(v: &Value, path: &str) -> Result<Vec<OlmConstraint>, String> {
+    let [constraints] = members(
+        v,
+        ["constraints"],
+        field_place(path),
+        "constraints.CompoundConstraint",
+    )?;
+    let list = join(path, "constraints");
+    let place = Place {
+        strukt: "CompoundConstraint",
+        path: &list,
+    };
     match constraints {
         None => Ok(Vec::new()),
-        Some(Value::Array(items)) => items.iter().map(decode_constraint).collect(),
-        Some(other) => Err(format!(
-            "json: cannot unmarshal {} into Go struct field CompoundConstraint.constraints of type []constraints.Constraint",
-            kind_name(other)
-        )),
+        Some(Value::Array(items)) => items.iter().map(|c| decode_constraint(c, place)).collect(),
+        Some(other) => Err(place.type_error(other, "[]constraints.Constraint")),
     }
 }
 
@@ -281,9 +362,30 @@ mod tests {
         );
         assert_eq!(
             parse_err(r#"{"all":{"constraints":{}}}"#),
-            "json: cannot unmarshal object into Go struct field CompoundConstraint.constraints of type []constraints.Constraint"
+            "json: cannot unmarshal object into Go struct field CompoundConstraint.all.constraints of type []constraints.Constraint"
         );
-        assert!(!parse_err("").is_empty());
+        assert_eq!(parse_err(""), "EOF");
+        assert_eq!(parse_err(r#"{"gvk":{"group":"g""#), "unexpected EOF");
+        assert_eq!(
+            parse_err(r#"{"gvk":{"group":"g",}}"#),
+            "invalid character '}' looking for beginning of object key string"
+        );
+        assert_eq!(
+            parse_err(r#"{"any":{"constraints":[{"not":{"constraints":[{"gvk":{"kind":7}}]}}]}}"#),
+            "json: cannot unmarshal number into Go struct field GVKConstraint.any.constraints.not.constraints.gvk.kind of type string"
+        );
+        assert_eq!(
+            parse_err(r#"{"all":{"constraints":["gvk"]}}"#),
+            "json: cannot unmarshal string into Go struct field CompoundConstraint.all.constraints of type constraints.Constraint"
+        );
+        assert_eq!(
+            parse_err(r#"{"cel":"true"}"#),
+            "json: cannot unmarshal string into Go struct field Constraint.cel of type constraints.Cel"
+        );
+        assert_eq!(
+            parse_err("[]"),
+            "json: cannot unmarshal array into Go value of type constraints.Constraint"
+        );
         assert_eq!(convert_err("{}"), "constraint is empty");
         assert_eq!(
             convert_err(r#"{"any":{"constraints":[{"failureMessage":"x"}]}}"#),

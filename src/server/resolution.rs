@@ -35,6 +35,7 @@ impl Resolution for ResolutionService {
         let mut loaded: Vec<Loaded> = Vec::with_capacity(request.catalogs.len());
         for c in &request.catalogs {
             loaded.push(match c.address.as_deref() {
+                _ if !request.resolves_from(c) => service::not_loaded(),
                 None => Ok(self.local().await?),
                 Some(address) => self.remote.get(address).await,
             });
@@ -158,6 +159,7 @@ fn to_model(r: ResolveRequest) -> Result<model::Request, String> {
             source_namespace: s.source_namespace,
             starting_csv: s.starting_csv,
             installed_csv: s.installed_csv,
+            current_csv: s.current_csv,
         })
         .collect();
     let mut requests = Vec::with_capacity(r.requests.len());
@@ -220,6 +222,12 @@ fn to_model(r: ResolveRequest) -> Result<model::Request, String> {
         mode,
         namespace: r.namespace,
         upgrade_strategy,
+        global_namespace: if r.global_namespace.is_empty() {
+            model::default_global_namespace()
+        } else {
+            r.global_namespace
+        },
+        exclude_global_namespace_resolution: r.exclude_global_namespace_resolution,
         catalogs,
         installed,
         subscriptions,
@@ -276,6 +284,40 @@ fn to_response(o: Outcome) -> ResolveResponse {
             cluster_version: s.cluster_version,
             upgrade_blocked: s.upgrade_blocked,
             blockers: s.blockers,
+        }),
+        install_plan: o.install_plan.map(|p| pb::InstallPlan {
+            steps: p
+                .steps
+                .into_iter()
+                .map(|s| pb::PlanStep {
+                    resolving: s.resolving,
+                    group: s.group,
+                    version: s.version,
+                    kind: s.kind,
+                    name: s.name,
+                    manifest: s.manifest,
+                })
+                .collect(),
+            bundle_lookups: p
+                .bundle_lookups
+                .into_iter()
+                .map(|l| pb::BundleLookup {
+                    identifier: l.identifier,
+                    path: l.path,
+                    replaces: l.replaces,
+                    catalog: l.catalog,
+                    properties: l.properties,
+                })
+                .collect(),
+            updated_subscriptions: p
+                .updated_subscriptions
+                .into_iter()
+                .map(|u| pb::UpdatedSubscription {
+                    name: u.name,
+                    current_csv: u.current_csv,
+                    installed_csv: u.installed_csv,
+                })
+                .collect(),
         }),
     }
 }

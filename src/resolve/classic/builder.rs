@@ -67,8 +67,22 @@ impl<'u, 'p> Builder<'u, 'p> {
             starting_csv: HashMap::new(),
             provider_cache: HashMap::new(),
         };
+        // Like OLM, a subscription whose channels cannot be ordered or whose reachable
+        // bundles have broken requirements does not stop the others from being looked at:
+        // every such error is reported, once each, in the order found.
+        let mut errors: Vec<String> = Vec::new();
+        let mut report = |e: ClassicError| match e {
+            ClassicError::Invalid(message) if !errors.contains(&message) => errors.push(message),
+            _ => {}
+        };
         for s in &req.subscriptions {
-            let candidates = b.subscription(s)?;
+            let candidates = match b.subscription(s)? {
+                Ok(candidates) => candidates,
+                Err(e) => {
+                    report(e);
+                    Candidates::Found(Rc::from([]))
+                }
+            };
             b.subscriptions.push(candidates);
         }
         for e in 0..u.part(0).entries.len() {
@@ -77,10 +91,18 @@ impl<'u, 'p> Builder<'u, 'p> {
         while b.next < b.order.len() {
             let e = b.order[b.next];
             b.next += 1;
-            let found = b.requirements(e)?;
+            let found = b.requirements(e).unwrap_or_else(|e| {
+                report(e);
+                Vec::new()
+            });
             b.dependencies.push(found);
         }
-        Ok(b)
+        match errors.as_slice() {
+            [] => Ok(b),
+            [one] => Err(ClassicError::Invalid(one.clone())),
+            // Kubernetes' error aggregate, as OLM prints it.
+            many => Err(ClassicError::Invalid(format!("[{}]", many.join(", ")))),
+        }
     }
 
     /// Makes entry `e` a variable, once.
@@ -91,8 +113,12 @@ impl<'u, 'p> Builder<'u, 'p> {
         }
     }
 
-    /// The subscription's candidates (§2.6).
-    fn subscription(&mut self, s: &Subscription) -> Result<Candidates, ClassicError> {
+    /// The subscription's candidates (§2.6). The outer error stops the resolution at once;
+    /// the inner one (a channel that cannot be ordered) is reported with the others.
+    fn subscription(
+        &mut self,
+        s: &Subscription,
+    ) -> Result<Result<Candidates, ClassicError>, ClassicError> {
         if s.source.is_empty() || s.source_namespace.is_empty() {
             return Err(ClassicError::Invalid(format!(
                 "subscription {} must name its source catalog and the catalog's namespace",
@@ -100,9 +126,10 @@ impl<'u, 'p> Builder<'u, 'p> {
             )));
         }
         let current = self.current(s)?;
-        let candidates = match self.candidates(s, current)? {
-            Ok(candidates) => candidates,
-            Err(reason) => return Ok(Candidates::None(reason)),
+        let candidates = match self.candidates(s, current) {
+            Ok(Ok(candidates)) => candidates,
+            Ok(Err(reason)) => return Ok(Ok(Candidates::None(reason))),
+            Err(e) => return Ok(Err(e)),
         };
         for &c in &candidates {
             self.var(c);
@@ -118,7 +145,7 @@ impl<'u, 'p> Builder<'u, 'p> {
             self.var(cur);
             all.push(cur);
         }
-        Ok(Candidates::Found(all.into()))
+        Ok(Ok(Candidates::Found(all.into())))
     }
 
     /// The installed CSV the subscription owns, if it is still there.
@@ -206,14 +233,28 @@ impl<'u, 'p> Builder<'u, 'p> {
         });
         let mut ordered = Vec::new();
         for g in in_channel {
-            let chain = part.groups[g]
-                .chain
-                .as_ref()
-                .map_err(|e| ClassicError::Invalid(e.clone()))?;
-            ordered.extend_from_slice(chain);
+            match starting {
+                // OLM narrows the channel to the starting CSV before ordering it, so an
+                // entry that a later one skips can still be started from.
+                Some(name) => {
+                    let named = part.groups[g]
+                        .entries
+                        .iter()
+                        .copied()
+                        .filter(|&e| part.entries[e].name == *name)
+                        .collect();
+                    ordered.extend(part.chain_of(g, named).map_err(ClassicError::Invalid)?);
+                }
+                None => ordered.extend_from_slice(
+                    part.groups[g]
+                        .chain
+                        .as_ref()
+                        .map_err(|e| ClassicError::Invalid(e.clone()))?,
+                ),
+            }
         }
-        let kept: Vec<usize> = match (current, starting) {
-            (Some(cur), _) => {
+        let kept: Vec<usize> = match current {
+            Some(cur) => {
                 let cur = self.u.entry(cur);
                 ordered
                     .into_iter()
@@ -227,11 +268,7 @@ impl<'u, 'p> Builder<'u, 'p> {
                     })
                     .collect()
             }
-            (None, Some(name)) => ordered
-                .into_iter()
-                .filter(|&e| part.entries[e].name == *name)
-                .collect(),
-            (None, None) => ordered,
+            None => ordered,
         };
         Ok(Ok(kept
             .into_iter()

@@ -3,12 +3,30 @@ use std::collections::{HashMap, HashSet};
 
 use crate::catalog::types::ChannelEntry;
 
+/// What chain sorting reads from an entry: its name and its upgrade edges.
+#[derive(Clone, Copy)]
+pub struct Links<'a> {
+    pub name: &'a str,
+    pub replaces: &'a str,
+    pub skips: &'a [String],
+}
+
+impl<'a> From<&'a ChannelEntry> for Links<'a> {
+    fn from(e: &'a ChannelEntry) -> Self {
+        Links {
+            name: &e.name,
+            replaces: &e.replaces,
+            skips: &e.skips,
+        }
+    }
+}
+
 /// The channel's chain, head first, as indices into `entries`. Skipped entries and entries
 /// off the chain are dropped; zero heads, several heads and cycles are errors.
 pub fn sort_channel(
     package: &str,
     channel: &str,
-    entries: &[&ChannelEntry],
+    entries: &[Links<'_>],
 ) -> Result<Vec<usize>, String> {
     if entries.is_empty() {
         return Ok(Vec::new());
@@ -16,15 +34,15 @@ pub fn sort_channel(
     let by_name: HashMap<&str, usize> = entries
         .iter()
         .enumerate()
-        .map(|(i, e)| (e.name.as_str(), i))
+        .map(|(i, e)| (e.name, i))
         .collect();
     let mut replaced = vec![false; entries.len()];
     let mut skipped = vec![false; entries.len()];
     for e in entries {
-        if let Some(&i) = by_name.get(e.replaces.as_str()) {
+        if let Some(&i) = by_name.get(e.replaces) {
             replaced[i] = true;
         }
-        for s in &e.skips {
+        for s in e.skips {
             if let Some(&i) = by_name.get(s.as_str()) {
                 replaced[i] = true;
                 skipped[i] = true;
@@ -42,7 +60,7 @@ pub fn sort_channel(
         let mut chain = vec![head];
         let mut seen = HashSet::from([head]);
         let mut current = head;
-        while let Some(&next) = by_name.get(entries[current].replaces.as_str()) {
+        while let Some(&next) = by_name.get(entries[current].replaces) {
             if !seen.insert(next) {
                 return Err(format!(
                     "a cycle exists in the chain of replacement beginning with {:?} in channel {channel:?} of package {package:?}",
@@ -60,7 +78,7 @@ pub fn sort_channel(
     let listed: Vec<String> = chains
         .iter()
         .map(|c| match c.as_slice() {
-            [only] => entries[*only].name.clone(),
+            [only] => entries[*only].name.to_owned(),
             [first, .., last] => format!("{}...{}", entries[*first].name, entries[*last].name),
             [] => String::new(),
         })
@@ -77,8 +95,8 @@ mod tests {
     use super::*;
 
     fn sorted(entries: &[ChannelEntry]) -> Result<Vec<&str>, String> {
-        let refs: Vec<&ChannelEntry> = entries.iter().collect();
-        sort_channel("package", "channel", &refs)
+        let links: Vec<Links> = entries.iter().map(Links::from).collect();
+        sort_channel("package", "channel", &links)
             .map(|order| order.iter().map(|&i| entries[i].name.as_str()).collect())
     }
 

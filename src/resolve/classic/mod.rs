@@ -12,6 +12,7 @@ mod index;
 mod prepared;
 mod request;
 mod requirements;
+mod steps;
 mod universe;
 
 pub use prepared::PreparedCatalog;
@@ -20,6 +21,7 @@ pub use request::{
     Subscription, UpgradeStrategy,
 };
 pub use requirements::requirements;
+pub use steps::{BundleLookup, InstallPlan, PlanStep, UpdatedSubscription, install_plan};
 
 use crate::resolve::solver::{self, SolveError};
 

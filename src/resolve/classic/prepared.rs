@@ -12,7 +12,7 @@ use crate::catalog::semver::{Range, Version};
 use crate::catalog::types::{Bundle, ChannelEntry, DeclarativeConfig, Property};
 use crate::resolve::predicate::{Predicate, Subject, decode};
 
-use super::chain::sort_channel;
+use super::chain::{Links, sort_channel};
 use super::index::ProviderIndex;
 use super::requirements::requirements;
 
@@ -52,6 +52,14 @@ pub struct Entry {
 }
 
 impl Entry {
+    pub fn links(&self) -> Links<'_> {
+        Links {
+            name: &self.name,
+            replaces: &self.replaces,
+            skips: &self.skips,
+        }
+    }
+
     pub fn subject(&self) -> Subject<'_> {
         Subject {
             package: &self.package,
@@ -114,7 +122,7 @@ pub struct PreparedCatalog {
     pub entries: Vec<Entry>,
     pub groups: Vec<Group>,
     /// The groups in dependency-candidate order (§2.4): default channels first, then package
-    /// name, then channel name. Installed CSVs keep their request order.
+    /// name, then channel name. Installed CSVs are grouped by package.
     pub ranked: Vec<usize>,
     /// Per entry, its group.
     pub group_of: Vec<usize>,
@@ -129,6 +137,8 @@ pub struct PreparedCatalog {
     /// Whether some name or property value holds a character that could make two solver
     /// identifiers spell the same (then the request is checked the slow, exact way).
     pub unusual_names: bool,
+    /// Whether this is the `@existing` pseudo-catalog.
+    installed: bool,
 }
 
 impl PreparedCatalog {
@@ -161,12 +171,8 @@ impl PreparedCatalog {
                 members.push(entries.len());
                 entries.push(catalog_entry(&channel.name, default_channel, ce, bundle));
             }
-            let refs: Vec<&ChannelEntry> = channel
-                .entries
-                .iter()
-                .filter(|ce| bundles.contains_key(&(channel.package.as_str(), ce.name.as_str())))
-                .collect();
-            let chain = sort_channel(&channel.package, &channel.name, &refs)
+            let links: Vec<Links> = members.iter().map(|&m| entries[m].links()).collect();
+            let chain = sort_channel(&channel.package, &channel.name, &links)
                 .map(|order| order.into_iter().map(|i| members[i]).collect());
             groups.push(Group {
                 package: channel.package.clone(),
@@ -199,22 +205,32 @@ impl PreparedCatalog {
         prepared
     }
 
-    /// A catalog of the given entries, each its own group, in the given order (installed
-    /// CSVs, whose chain is the CSV itself).
+    /// The installed CSVs as a catalog: one group per package (`""` for CSVs without
+    /// one), ranked by package name as OLM ranks dependency candidates; a group's chain is
+    /// its members in the given order, ordered for real only among the providers of a
+    /// requirement.
     pub fn of_installed(entries: Vec<Entry>) -> PreparedCatalog {
-        let groups: Vec<Group> = entries
-            .iter()
-            .enumerate()
-            .map(|(e, entry)| Group {
-                package: entry.package.clone(),
-                channel: String::new(),
-                default_channel: false,
-                entries: vec![e],
-                chain: Ok(vec![e]),
-            })
-            .collect();
-        let ranked = (0..groups.len()).collect();
-        PreparedCatalog::assemble(entries, groups, ranked)
+        let mut groups: Vec<Group> = Vec::new();
+        for (e, entry) in entries.iter().enumerate() {
+            match groups.iter_mut().find(|g| g.package == entry.package) {
+                Some(g) => g.entries.push(e),
+                None => groups.push(Group {
+                    package: entry.package.clone(),
+                    channel: String::new(),
+                    default_channel: false,
+                    entries: vec![e],
+                    chain: Ok(Vec::new()),
+                }),
+            }
+        }
+        for g in &mut groups {
+            g.chain = Ok(g.entries.clone());
+        }
+        let mut ranked: Vec<usize> = (0..groups.len()).collect();
+        ranked.sort_by(|&a, &b| groups[a].package.cmp(&groups[b].package));
+        let mut prepared = PreparedCatalog::assemble(entries, groups, ranked);
+        prepared.installed = true;
+        prepared
     }
 
     fn assemble(entries: Vec<Entry>, groups: Vec<Group>, ranked: Vec<usize>) -> PreparedCatalog {
@@ -242,6 +258,7 @@ impl PreparedCatalog {
             package_groups,
             providers: HashMap::new(),
             unusual_names,
+            installed: false,
         }
     }
 
@@ -252,6 +269,14 @@ impl PreparedCatalog {
             Some(found) => found.clone(),
             None => self.find_providers(predicate),
         }
+    }
+
+    /// `members`, entries of group `g`, ordered as a channel holding only them.
+    pub fn chain_of(&self, g: usize, members: Vec<usize>) -> Result<Vec<usize>, String> {
+        let group = &self.groups[g];
+        let links: Vec<Links> = members.iter().map(|&e| self.entries[e].links()).collect();
+        let order = sort_channel(&group.package, &group.channel, &links)?;
+        Ok(order.into_iter().map(|i| members[i]).collect())
     }
 
     fn find_providers(&self, predicate: &Predicate) -> Result<Vec<usize>, String> {
@@ -272,7 +297,14 @@ impl PreparedCatalog {
         let mut providers = Vec::new();
         for g in groups {
             let chain = self.groups[g].chain.as_ref().map_err(Clone::clone)?;
-            providers.extend(chain.iter().copied().filter(satisfies));
+            let found = chain.iter().copied().filter(satisfies).collect();
+            if self.installed {
+                // OLM orders the installed providers of one package as a channel of their
+                // own, without upgrade edges: two of them cannot be ordered.
+                providers.extend(self.chain_of(g, found)?);
+            } else {
+                providers.extend(found);
+            }
         }
         Ok(providers)
     }

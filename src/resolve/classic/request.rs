@@ -80,6 +80,8 @@ pub struct Subscription {
     pub starting_csv: String,
     /// `status.installedCSV`.
     pub installed_csv: String,
+    /// `status.currentCSV`: read only when the InstallPlan is written.
+    pub current_csv: String,
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -118,6 +120,23 @@ impl ResolvedOperator {
         format!(
             "{}/{}/{}/{}",
             self.catalog, self.catalog_namespace, self.channel, self.name
+        )
+    }
+
+    /// Whether subscription `s` follows this operator: same package, same channel unless
+    /// it names none, same catalog unless it names none.
+    pub fn followed_by(&self, s: &Subscription) -> bool {
+        s.package == self.package
+            && (s.channel.is_empty() || s.channel == self.channel)
+            && (s.source.is_empty()
+                || (s.source == self.catalog && s.source_namespace == self.catalog_namespace))
+    }
+
+    /// The name of the Subscription OLM creates for an operator no subscription follows.
+    pub fn generated_subscription(&self) -> String {
+        format!(
+            "{}-{}-{}-{}",
+            self.package, self.channel, self.catalog, self.catalog_namespace
         )
     }
 }

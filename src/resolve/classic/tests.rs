@@ -385,3 +385,199 @@ fn colliding_identifiers_are_reported() {
         ))
     );
 }
+
+fn property(kind: &str, value: &str) -> Property {
+    Property {
+        kind: kind.into(),
+        value: value.into(),
+    }
+}
+
+const GVK_X: &str = r#"{"group":"x.io","kind":"X","version":"v1"}"#;
+
+/// Adds `package` with the single (default) channel `stable` holding `entries`, and the
+/// bundles named after them with the given version and further properties.
+fn add_package(
+    dc: &mut DeclarativeConfig,
+    package: &str,
+    entries: Vec<ChannelEntry>,
+    bundles: &[(&str, Vec<Property>)],
+) {
+    dc.packages.push(Package {
+        name: package.into(),
+        default_channel: "stable".into(),
+        ..Default::default()
+    });
+    for (e, (version, more)) in entries.iter().zip(bundles) {
+        let mut properties = vec![property(
+            "olm.package",
+            &format!(r#"{{"packageName":"{package}","version":"{version}"}}"#),
+        )];
+        properties.extend(more.iter().cloned());
+        dc.bundles.push(Bundle {
+            name: e.name.clone(),
+            package: package.into(),
+            properties,
+            ..Default::default()
+        });
+    }
+    dc.channels.push(Channel {
+        name: "stable".into(),
+        package: package.into(),
+        entries,
+        ..Default::default()
+    });
+}
+
+/// Channel `stable` of package `foo`: `foo.v1.0.0`, then `foo.v2.0.0`, which replaces and
+/// skips it (a z-stream head); package `bar` requires API X.
+fn skipping_head() -> DeclarativeConfig {
+    let mut dc = catalog();
+    let head = ChannelEntry {
+        skips: vec!["foo.v1.0.0".into()],
+        ..entry("foo.v2.0.0", "foo.v1.0.0")
+    };
+    add_package(
+        &mut dc,
+        "foo",
+        vec![entry("foo.v1.0.0", ""), head],
+        &[("1.0.0", vec![]), ("2.0.0", vec![])],
+    );
+    add_package(
+        &mut dc,
+        "bar",
+        vec![entry("bar.v1", "")],
+        &[("1.0.0", vec![property("olm.gvk.required", GVK_X)])],
+    );
+    dc
+}
+
+/// OLM narrows a subscription's channel to its startingCSV before ordering the channel, so
+/// an entry that the head skips, or one of a channel with two heads, can be started from.
+#[test]
+fn starting_csv_may_name_a_skipped_entry() {
+    let dc = skipping_head();
+    let mut req = request(&dc, "foo");
+    req.subscriptions[0].starting_csv = "foo.v1.0.0".into();
+    let got = resolve(&req).expect("resolves");
+    assert_eq!(
+        got.iter()
+            .map(|op| (op.id(), op.starting_csv.clone(), op.replaces.clone()))
+            .collect::<Vec<_>>(),
+        [(
+            "cat/ns/stable/foo.v1.0.0".to_owned(),
+            Some("foo.v1.0.0".to_owned()),
+            String::new()
+        )]
+    );
+    let mut req = request(&dc, "broken");
+    req.subscriptions[0].starting_csv = "b.v2".into();
+    let got = resolve(&req).expect("resolves");
+    assert_eq!(
+        got.iter().map(ResolvedOperator::id).collect::<Vec<_>>(),
+        ["cat/ns/stable/b.v2"]
+    );
+}
+
+/// Two installed CSVs of package `foo` provide X, which `bar.v1` requires: OLM orders them
+/// like a channel without upgrade edges, fails to, and fails the namespace.
+#[test]
+fn installed_providers_of_one_package_cannot_be_ordered() {
+    let dc = skipping_head();
+    let mut req = request(&dc, "bar");
+    let installed = |name: &str| InstalledCsv {
+        name: name.into(),
+        version: "1.0.0".into(),
+        replaces: "foo.v0".into(),
+        properties: Some(vec![
+            property("olm.gvk", GVK_X),
+            property("olm.package", r#"{"packageName":"foo","version":"1.0.0"}"#),
+        ]),
+        ..Default::default()
+    };
+    req.installed = vec![installed("foo.v1.0.0"), installed("foo-extra.v1.0.0")];
+    req.subscriptions.push(Subscription {
+        name: "foo-stable".into(),
+        package: "foo".into(),
+        channel: "stable".into(),
+        source: "cat".into(),
+        source_namespace: "ns".into(),
+        installed_csv: "foo.v1.0.0".into(),
+        ..Default::default()
+    });
+    assert_eq!(
+        resolve(&req),
+        Err(ClassicError::Invalid(
+            r#"a unique replacement chain within a channel is required to determine the relative order between channel entries, but 2 replacement chains were found in channel "" of package "foo": foo.v1.0.0, foo-extra.v1.0.0"#.into()
+        ))
+    );
+    // One installed provider per package orders fine: the unowned one stays and provides X
+    // while the owned one upgrades.
+    req.installed[1].properties.as_mut().expect("annotated")[1] = property(
+        "olm.package",
+        r#"{"packageName":"other","version":"1.0.0"}"#,
+    );
+    let got = resolve(&req).expect("resolves");
+    assert_eq!(
+        got.iter().map(ResolvedOperator::id).collect::<Vec<_>>(),
+        ["cat/ns/stable/bar.v1", "cat/ns/stable/foo.v2.0.0"]
+    );
+}
+
+/// A malformed requirement of a reachable bundle fails the namespace with OLM's words (the
+/// raw Go decoding error for legacy requirement types), not as an unsatisfiable result.
+#[test]
+fn malformed_requirements_fail_the_namespace_in_olms_words() {
+    for (requirement, message) in [
+        (
+            property("olm.gvk.required", r#"{"group":1}"#),
+            "json: cannot unmarshal number into Go struct field .group of type string",
+        ),
+        (
+            property("olm.constraint", r#"{"gvk":{"group":"x.io"}"#),
+            "parse olm.constraint: unexpected EOF",
+        ),
+    ] {
+        let mut dc = skipping_head();
+        let bar = dc.bundles.iter_mut().find(|b| b.name == "bar.v1");
+        bar.expect("bar").properties[1] = requirement;
+        assert_eq!(
+            resolve(&request(&dc, "bar")),
+            Err(ClassicError::Invalid(message.into()))
+        );
+    }
+}
+
+/// Each subscription is looked at even when another cannot be: OLM reports every hard
+/// error, once, as one aggregate.
+#[test]
+fn hard_errors_of_several_subscriptions_are_all_reported() {
+    let mut dc = catalog();
+    add_package(
+        &mut dc,
+        "broken2",
+        vec![entry("c.v1", ""), entry("c.v2", "")],
+        &[("1.0.0", vec![]), ("2.0.0", vec![])],
+    );
+    let mut req = request(&dc, "broken");
+    let again = req.subscriptions[0].clone();
+    req.subscriptions.push(again);
+    req.subscriptions.push(Subscription {
+        name: "broken2-stable".into(),
+        package: "broken2".into(),
+        ..req.subscriptions[0].clone()
+    });
+    let chains = |package: &str, heads: &str| {
+        format!(
+            r#"a unique replacement chain within a channel is required to determine the relative order between channel entries, but 2 replacement chains were found in channel "stable" of package "{package}": {heads}"#
+        )
+    };
+    assert_eq!(
+        resolve(&req),
+        Err(ClassicError::Invalid(format!(
+            "[{}, {}]",
+            chains("broken", "b.v1, b.v2"),
+            chains("broken2", "c.v1, c.v2")
+        )))
+    );
+}

@@ -243,7 +243,9 @@ fn installed_entry(req: &ClassicRequest<'_>, csv: &InstalledCsv) -> Entry {
         csv.version.clone(),
         version,
         properties,
-        (csv.replaces.clone(), Vec::new(), String::new()),
+        // OLM gives installed CSVs no upgrade edges (`spec.replaces` counts only for
+        // fail-forward pruning, which reads the request).
+        (String::new(), Vec::new(), String::new()),
         String::new(),
         !owners.is_empty(),
     )

@@ -59,6 +59,7 @@ pub(super) fn resolve(req: &Request, loaded: &[Loaded]) -> Result<Outcome, Strin
         results: Vec::new(),
         warnings: Vec::new(),
         openshift: None,
+        install_plan: None,
     };
     let mut catalogs = Catalogs {
         sources: Vec::new(),
@@ -67,6 +68,15 @@ pub(super) fn resolve(req: &Request, loaded: &[Loaded]) -> Result<Outcome, Strin
     let mut unavailable = BTreeMap::new();
     for (spec, catalog) in req.catalogs.iter().zip(loaded) {
         let namespace = req.catalog_namespace(spec);
+        if !req.resolves_from(spec) {
+            outcome.warnings.push(format!(
+                "catalog {}/{namespace} is not visible from namespace {}: {}",
+                spec.name,
+                req.namespace,
+                visibility_rule(req)
+            ));
+            continue;
+        }
         match catalog {
             Ok(c) => {
                 catalogs.sources.push(CatalogSource {
@@ -114,6 +124,7 @@ pub(super) fn resolve(req: &Request, loaded: &[Loaded]) -> Result<Outcome, Strin
             source_namespace: source_namespace(&s.source_namespace),
             starting_csv: s.starting_csv.clone(),
             installed_csv: s.installed_csv.clone(),
+            current_csv: s.current_csv.clone(),
         };
         match unavailable.get(&(sub.source.clone(), sub.source_namespace.clone())) {
             Some(e) => cut_off.push(Resolution {
@@ -153,11 +164,22 @@ pub(super) fn resolve(req: &Request, loaded: &[Loaded]) -> Result<Outcome, Strin
             unchecked,
         } => (operators, refused, unchecked),
     };
+    let plan = classic::install_plan(
+        &req.namespace,
+        &state.subscriptions,
+        &state.installed,
+        &operators,
+        |op| match catalogs.get(&op.catalog, &op.catalog_namespace) {
+            Some(c) => c.objects(&op.package, &op.channel, &op.name),
+            None => Ok(Vec::new()),
+        },
+    )?;
+    outcome.install_plan = Some(plan);
     let required_by = dependency_reasons(&operators)?;
     // The subscription each result follows in later rounds.
     let mut followed = Vec::new();
     for (op, why) in operators.iter().zip(required_by) {
-        let subscription = state.subscriptions.iter().find(|s| matches(s, op));
+        let subscription = state.subscriptions.iter().find(|s| op.followed_by(s));
         let mut r = Resolution {
             request: subscription.map(|s| s.name.clone()).unwrap_or_default(),
             package: op.package.clone(),
@@ -201,7 +223,7 @@ pub(super) fn resolve(req: &Request, loaded: &[Loaded]) -> Result<Outcome, Strin
         followed.push(
             subscription
                 .map(|s| s.name.clone())
-                .unwrap_or_else(|| generated_subscription(op)),
+                .unwrap_or_else(|| op.generated_subscription()),
         );
         outcome.results.push(r);
     }
@@ -373,15 +395,16 @@ impl Context<'_> {
     fn apply(&self, state: &mut State, operators: &[ResolvedOperator]) -> Vec<(String, Step)> {
         let mut steps = Vec::new();
         for op in operators {
-            let from = match state.subscriptions.iter_mut().find(|s| matches(s, op)) {
+            let from = match state.subscriptions.iter_mut().find(|s| op.followed_by(s)) {
                 Some(s) => {
                     let from = std::mem::replace(&mut s.installed_csv, op.name.clone());
+                    s.current_csv = op.name.clone();
                     s.starting_csv.clear();
                     steps.push((s.name.clone(), step(&from, op)));
                     from
                 }
                 None => {
-                    let name = generated_subscription(op);
+                    let name = op.generated_subscription();
                     steps.push((name.clone(), step("", op)));
                     state.subscriptions.push(Subscription {
                         name,
@@ -391,6 +414,7 @@ impl Context<'_> {
                         source_namespace: op.catalog_namespace.clone(),
                         starting_csv: String::new(),
                         installed_csv: op.name.clone(),
+                        current_csv: op.name.clone(),
                     });
                     String::new()
                 }
@@ -416,6 +440,21 @@ impl Context<'_> {
     }
 }
 
+/// Why OLM sees only some catalogs, for the warning about one it does not see.
+fn visibility_rule(req: &Request) -> String {
+    if req.exclude_global_namespace_resolution {
+        format!(
+            "OLM resolves only from catalogs of the namespace itself (its OperatorGroup excludes the global catalog namespace {})",
+            req.global_namespace
+        )
+    } else {
+        format!(
+            "OLM resolves only from catalogs of the namespace itself and of the global catalog namespace {}",
+            req.global_namespace
+        )
+    }
+}
+
 fn step(from: &str, op: &ResolvedOperator) -> Step {
     Step {
         from: from.to_owned(),
@@ -423,22 +462,6 @@ fn step(from: &str, op: &ResolvedOperator) -> Step {
         version: op.version.clone(),
         image: op.bundle_path.clone(),
     }
-}
-
-/// Whether subscription `s` follows `op` (same package, channel if it names one, catalog).
-fn matches(s: &Subscription, op: &ResolvedOperator) -> bool {
-    s.package == op.package
-        && (s.channel.is_empty() || s.channel == op.channel)
-        && s.source == op.catalog
-        && s.source_namespace == op.catalog_namespace
-}
-
-/// The name OLM gives the subscription it creates for a dependency.
-fn generated_subscription(op: &ResolvedOperator) -> String {
-    format!(
-        "{}-{}-{}-{}",
-        op.package, op.channel, op.catalog, op.catalog_namespace
-    )
 }
 
 fn installed_csv(c: &CsvSpec) -> InstalledCsv {

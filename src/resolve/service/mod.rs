@@ -13,7 +13,7 @@ mod v1;
 use std::sync::{Arc, OnceLock};
 
 use crate::catalog::property::{self, BUNDLE_OBJECT, CSV_METADATA};
-use crate::catalog::types::DeclarativeConfig;
+use crate::catalog::types::{Bundle, DeclarativeConfig};
 use crate::resolve::classic::PreparedCatalog;
 use crate::resolve::safety::BundleManifests;
 
@@ -70,34 +70,52 @@ impl Catalog {
         channel: &str,
         name: &str,
     ) -> Result<BundleManifests, String> {
+        let objects = self.objects(package, channel, name)?;
+        let csv_metadata = self
+            .manifests
+            .is_none()
+            .then(|| self.bundle(package, name))
+            .flatten()
+            .and_then(|b| b.properties.iter().find(|p| p.kind == CSV_METADATA))
+            .map(|p| p.value.as_str());
+        BundleManifests::from_json(&objects, csv_metadata)
+    }
+
+    /// A bundle's manifests as JSON texts (none for a bundle the content lacks).
+    pub fn objects(&self, package: &str, channel: &str, name: &str) -> Result<Vec<String>, String> {
         if let Some(source) = &self.manifests {
-            return BundleManifests::from_json(&source.objects(package, channel, name)?, None);
+            return source.objects(package, channel, name);
         }
-        let Some(bundle) = self
-            .content
-            .bundles
-            .iter()
-            .find(|b| b.package == package && b.name == name)
-        else {
-            return Ok(BundleManifests::default());
-        };
         let mut objects = Vec::new();
-        for p in bundle.properties.iter().filter(|p| p.kind == BUNDLE_OBJECT) {
+        let properties = self.bundle(package, name).map(|b| &b.properties);
+        for p in properties
+            .into_iter()
+            .flatten()
+            .filter(|p| p.kind == BUNDLE_OBJECT)
+        {
             if let property::Typed::BundleObject { data } = property::parse(p)? {
                 objects.push(property::decode_bundle_object(&data)?);
             }
         }
-        let csv_metadata = bundle
-            .properties
+        Ok(objects)
+    }
+
+    fn bundle(&self, package: &str, name: &str) -> Option<&Bundle> {
+        self.content
+            .bundles
             .iter()
-            .find(|p| p.kind == CSV_METADATA)
-            .map(|p| p.value.as_str());
-        BundleManifests::from_json(&objects, csv_metadata)
+            .find(|b| b.package == package && b.name == name)
     }
 }
 
 /// A catalog, or why it could not be loaded (naming where it was looked for).
 pub type Loaded = Result<Catalog, String>;
+
+/// What a caller passes for a catalog the request cannot use ([`Request::resolves_from`]),
+/// instead of loading it.
+pub fn not_loaded() -> Loaded {
+    Err("not loaded: the resolution cannot use it".to_owned())
+}
 
 /// Resolves `req` against `catalogs` (in the order of `req.catalogs`). An error means the
 /// request cannot be resolved at all (a catalog's channel cannot be ordered, say); a

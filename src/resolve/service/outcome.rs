@@ -5,6 +5,7 @@ use std::fmt::Write as _;
 use serde::Serialize;
 
 use super::request::Mode;
+use crate::resolve::classic::InstallPlan;
 
 #[derive(Clone, Debug, Serialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
@@ -24,6 +25,9 @@ pub struct Outcome {
     /// cluster's next minor upgrade.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub openshift: Option<OpenShift>,
+    /// Classic, when the namespace resolves: what OLM's InstallPlan would hold.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub install_plan: Option<InstallPlan>,
 }
 
 impl Outcome {
@@ -127,6 +131,9 @@ pub fn report(outcome: &Outcome) -> String {
     for r in &outcome.results {
         resolution_report(&mut out, outcome.mode, r);
     }
+    if let Some(plan) = &outcome.install_plan {
+        plan_report(&mut out, plan);
+    }
     if let Some(o) = &outcome.openshift {
         let verdict = if o.upgrade_blocked {
             "blocked"
@@ -195,5 +202,45 @@ fn resolution_report(out: &mut String, mode: Mode, r: &Resolution) {
     }
     for w in &r.warnings {
         let _ = writeln!(out, "  warning:    {w}");
+    }
+}
+
+fn plan_report(out: &mut String, plan: &InstallPlan) {
+    if plan.steps.is_empty() && plan.bundle_lookups.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "\ninstall plan:");
+    for l in &plan.bundle_lookups {
+        let replaces = match l.replaces.as_str() {
+            "" => String::new(),
+            r => format!(", replaces {r}"),
+        };
+        let _ = writeln!(
+            out,
+            "  bundle lookup: {} from {} (catalog {}{replaces})",
+            l.identifier, l.path, l.catalog
+        );
+    }
+    for s in &plan.steps {
+        let api = match s.group.as_str() {
+            "" => s.version.clone(),
+            group => format!("{group}/{}", s.version),
+        };
+        let _ = writeln!(
+            out,
+            "  step: {} {} ({api}) for {}",
+            s.kind, s.name, s.resolving
+        );
+    }
+    for u in &plan.updated_subscriptions {
+        let installed = match u.installed_csv.as_str() {
+            "" => String::new(),
+            i => format!(" (installedCSV {i})"),
+        };
+        let _ = writeln!(
+            out,
+            "  subscription {}: currentCSV {}{installed}",
+            u.name, u.current_csv
+        );
     }
 }

@@ -18,6 +18,13 @@ pub struct Request {
     /// Classic: the OperatorGroup's `upgradeStrategy`.
     #[serde(default)]
     pub upgrade_strategy: Strategy,
+    /// Classic: the global catalog namespace, whose catalogs every namespace sees.
+    #[serde(default = "default_global_namespace")]
+    pub global_namespace: String,
+    /// Classic: the OperatorGroup's annotation
+    /// `olm.operatorframework.io/exclude-global-namespace-resolution: "true"`.
+    #[serde(default)]
+    pub exclude_global_namespace_resolution: bool,
     pub catalogs: Vec<CatalogSpec>,
     /// Classic: the CSVs of the namespace.
     #[serde(default)]
@@ -113,6 +120,11 @@ pub struct CsvSpec {
     pub required_apis: Vec<GvkSpec>,
 }
 
+/// OLM's default `-global-namespace`.
+pub fn default_global_namespace() -> String {
+    "olm".to_owned()
+}
+
 pub fn succeeded() -> String {
     "Succeeded".to_string()
 }
@@ -133,7 +145,7 @@ pub struct GvkSpec {
     pub kind: String,
 }
 
-/// Subscription `spec` fields, plus `status.installedCSV`.
+/// Subscription `spec` fields, plus `status.installedCSV` and `status.currentCSV`.
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SubscriptionSpec {
@@ -149,6 +161,9 @@ pub struct SubscriptionSpec {
     pub starting_csv: String,
     #[serde(default, rename = "installedCSV")]
     pub installed_csv: String,
+    /// `status.currentCSV`.
+    #[serde(default, rename = "currentCSV")]
+    pub current_csv: String,
 }
 
 /// ClusterExtension `spec.source.catalog` fields, plus the installed bundle.
@@ -277,6 +292,16 @@ impl Request {
             required(&crd.name, format!("cluster.crds[{i}].name"))?;
         }
         Ok(())
+    }
+
+    /// Whether the resolution can use catalog `c`. Classic resolves only from catalogs of
+    /// the namespace itself and, unless its OperatorGroup excludes it, of the global
+    /// catalog namespace (§2.1); the callers need not load the others.
+    pub fn resolves_from(&self, c: &CatalogSpec) -> bool {
+        let namespace = self.catalog_namespace(c);
+        self.mode == Mode::V1
+            || namespace == self.namespace
+            || (!self.exclude_global_namespace_resolution && namespace == self.global_namespace)
     }
 
     /// A catalog's namespace: its own, else the request's.

@@ -18,6 +18,7 @@ pub(super) fn resolve(req: &Request, loaded: &[Loaded]) -> Result<Outcome, Strin
         results: Vec::new(),
         warnings: Vec::new(),
         openshift: None,
+        install_plan: None,
     };
     let mut catalogs: Vec<V1Catalog<'_>> = Vec::new();
     let mut contents: Vec<&Catalog> = Vec::new();

@@ -36,16 +36,19 @@ impl<'p> Encoding<'p> {
             }
             vars.push(solver.new_lit());
         }
-        let position = |subject: &Variable, id: &str| {
-            index
-                .get(id)
-                .copied()
-                .ok_or_else(|| SolveError::UnknownIdentifier {
-                    subject: subject.id.clone(),
-                    reference: id.to_owned(),
-                })
-        };
-        let lookup = |subject: &Variable, id: &str| position(subject, id).map(|i| vars[i]);
+        // Every missing reference is reported, in problem order, as OLM's solver does.
+        let unknown: Vec<String> = problem
+            .iter()
+            .flat_map(|v| &v.constraints)
+            .flat_map(|c| c.kind.references())
+            .filter(|id| !index.contains_key(id.as_str()))
+            .cloned()
+            .collect();
+        if !unknown.is_empty() {
+            return Err(SolveError::UnknownIdentifiers(unknown));
+        }
+        let position = |id: &str| index[id];
+        let lookup = |id: &str| vars[position(id)];
         let mut activations = Vec::new();
         let mut choices = vec![Vec::new(); problem.len()];
         for (i, v) in problem.iter().enumerate() {
@@ -56,24 +59,18 @@ impl<'p> Encoding<'p> {
                     ConstraintKind::Mandatory => solver.add_clause(&[!a, x]),
                     ConstraintKind::Prohibited => solver.add_clause(&[!a, !x]),
                     ConstraintKind::Dependency(ids) => {
-                        let candidates = ids
-                            .iter()
-                            .map(|id| position(v, id))
-                            .collect::<Result<Vec<_>, _>>()?;
+                        let candidates: Vec<usize> = ids.iter().map(|id| position(id)).collect();
                         let mut clause = vec![!a, !x];
                         clause.extend(candidates.iter().map(|&c| vars[c]));
                         solver.add_clause(&clause);
                         choices[i].push(candidates);
                     }
                     ConstraintKind::Conflict(y) => {
-                        let y = lookup(v, y)?;
+                        let y = lookup(y);
                         solver.add_clause(&[!a, !x, !y]);
                     }
                     ConstraintKind::AtMost(n, ids) => {
-                        let mut lits = ids
-                            .iter()
-                            .map(|id| lookup(v, id))
-                            .collect::<Result<Vec<_>, _>>()?;
+                        let mut lits: Vec<Lit> = ids.iter().map(|id| lookup(id)).collect();
                         // A variable listed twice is still one selection.
                         lits.sort_unstable_by_key(|l| l.code());
                         lits.dedup();

@@ -28,6 +28,17 @@ pub enum ConstraintKind {
     AtMost(usize, Vec<String>),
 }
 
+impl ConstraintKind {
+    /// The variables the constraint names besides its subject.
+    pub fn references(&self) -> &[String] {
+        match self {
+            ConstraintKind::Mandatory | ConstraintKind::Prohibited => &[],
+            ConstraintKind::Dependency(ids) | ConstraintKind::AtMost(_, ids) => ids,
+            ConstraintKind::Conflict(y) => std::slice::from_ref(y),
+        }
+    }
+}
+
 impl Constraint {
     pub fn new(kind: ConstraintKind) -> Constraint {
         Constraint {
@@ -74,12 +85,9 @@ pub enum SolveError {
         messages: Vec<String>,
     },
     DuplicateIdentifier(String),
-    /// A constraint names a variable that is not in the input: a bug in whoever built the
-    /// problem, not a property of the catalog.
-    UnknownIdentifier {
-        subject: String,
-        reference: String,
-    },
+    /// Constraints name variables that are not in the input (each reference, in problem
+    /// order): a bug in whoever built the problem, not a property of the catalog.
+    UnknownIdentifiers(Vec<String>),
     /// varisat itself failed.
     Internal(String),
 }
@@ -96,10 +104,13 @@ impl fmt::Display for SolveError {
             SolveError::DuplicateIdentifier(id) => {
                 write!(f, "duplicate identifier {id:?} in input")
             }
-            SolveError::UnknownIdentifier { subject, reference } => write!(
-                f,
-                "unexpected internal error: a constraint of {subject} references unknown identifier {reference:?}"
-            ),
+            SolveError::UnknownIdentifiers(ids) => {
+                let each: Vec<String> = ids
+                    .iter()
+                    .map(|id| format!("variable {id:?} referenced but not provided"))
+                    .collect();
+                write!(f, "{} errors encountered: {}", each.len(), each.join(", "))
+            }
             SolveError::Internal(cause) => write!(f, "internal solver failure: {cause}"),
         }
     }

@@ -116,13 +116,16 @@ fn malformed_input() {
         solve(&p).expect_err("dup").to_string(),
         r#"duplicate identifier "a" in input"#
     );
-    let p = vec![var("a", vec![Conflict("b".into())])];
+    let p = vec![
+        var("a", vec![Conflict("b".into())]),
+        var(
+            "c",
+            vec![Dependency(vec!["a".into(), "d".into(), "b".into()])],
+        ),
+    ];
     assert_eq!(
-        solve(&p),
-        Err(SolveError::UnknownIdentifier {
-            subject: "a".into(),
-            reference: "b".into()
-        })
+        solve(&p).expect_err("unknown").to_string(),
+        r#"3 errors encountered: variable "b" referenced but not provided, variable "d" referenced but not provided, variable "b" referenced but not provided"#
     );
     assert_eq!(solve(&[]), Ok(vec![]));
     assert_eq!(
