@@ -257,16 +257,27 @@ async fn sigint_on_an_idle_server_exits_zero() {
     );
 }
 
-/// Waits for the process to exit, failing the test if it is still running after `bound`: a
-/// stop that never comes is the bug, not a slow one.
-async fn exits_within(server: &mut Server, bound: std::time::Duration) -> std::process::ExitStatus {
-    match tokio::time::timeout(bound, server.wait()).await {
-        Ok(status) => status,
-        Err(_) => panic!(
-            "still running {bound:?} after the signal; log:\n{}",
-            server.log()
-        ),
-    }
+/// Sends SIGTERM to a server that has not finished loading and waits for it to stop, failing
+/// the test if it is still running after a generous bound: a stop that never comes is the
+/// bug, not a slow one. Returns the log.
+async fn terminate_while_loading(server: &mut Server) -> String {
+    server.signal("TERM");
+    let bound = std::time::Duration::from_secs(30);
+    let status = tokio::time::timeout(bound, server.wait())
+        .await
+        .unwrap_or_else(|_| {
+            panic!(
+                "still running {bound:?} after the signal; log:\n{}",
+                server.log()
+            )
+        });
+    let log = server.log();
+    assert_eq!(status.code(), Some(0), "log:\n{log}");
+    assert!(
+        log.contains("stopping before the catalog finished loading"),
+        "{log}"
+    );
+    log
 }
 
 /// SIGTERM while the catalog is being indexed: the process stops at once, and the partial
@@ -304,14 +315,7 @@ async fn sigterm_during_the_ingest_exits_and_leaves_no_partial_index() {
     })
     .await
     .unwrap_or_else(|_| panic!("no partial index appeared; log:\n{}", server.log()));
-    server.signal("TERM");
-    let status = exits_within(&mut server, std::time::Duration::from_secs(30)).await;
-    assert_eq!(status.code(), Some(0), "log:\n{}", server.log());
-    let log = server.log();
-    assert!(
-        log.contains("stopping before the catalog finished loading"),
-        "{log}"
-    );
+    let log = terminate_while_loading(&mut server).await;
     assert!(log.contains("removed unfinished work"), "{log}");
     assert_eq!(partial(), None, "{writing} was left behind");
     assert!(!index_dir.join("index.db").exists());
@@ -336,12 +340,5 @@ async fn sigterm_during_a_stuck_image_pull_exits() {
         &["--insecure-registry", &host, "--shutdown-grace", "1s"],
     );
     server.wait_for_log("pulling catalog image").await;
-    server.signal("TERM");
-    let status = exits_within(&mut server, std::time::Duration::from_secs(30)).await;
-    assert_eq!(status.code(), Some(0), "log:\n{}", server.log());
-    let log = server.log();
-    assert!(
-        log.contains("stopping before the catalog finished loading"),
-        "{log}"
-    );
+    terminate_while_loading(&mut server).await;
 }
