@@ -2,8 +2,7 @@
 //!
 //! The file is `$RESOLUTION_SCENARIOS`, or `../shared/spec/resolution-scenarios.md` next to
 //! the crate; each fenced `yaml` block holding a list is a group of scenarios. One line is
-//! printed per scenario (`PASS <id>`, `FAIL <id>: reason`, or `SKIP <id>: reason` for a
-//! group the resolver does not implement yet); any FAIL fails the test.
+//! printed per scenario (`PASS <id>` or `FAIL <id>: reason`); any FAIL fails the test.
 use std::path::PathBuf;
 
 use std::collections::{BTreeSet, HashMap};
@@ -26,12 +25,6 @@ use olm_registry::resolve::v1::{
 };
 use olm_registry::resolve::{CelRule, OlmConstraint, VersionConstraint};
 use serde_yaml::Value;
-
-enum Verdict {
-    Pass,
-    Fail(String),
-    Skip(String),
-}
 
 type Check = Result<(), String>;
 
@@ -58,34 +51,32 @@ fn resolution_scenarios() {
             Value::Sequence(items) => Some(items),
             _ => None,
         })
-        .flatten()
-        .filter(|s| s.get("id").is_some());
-    let (mut passed, mut failed, mut skipped) = (0, Vec::new(), 0);
+        .flatten();
+    let (mut passed, mut failed) = (0, Vec::new());
     let mut ctx = Context {
         seen: HashMap::new(),
         gen_fixture,
     };
-    for scenario in scenarios {
-        let id = text_of(&scenario["id"]);
-        let verdict = run(&id, &scenario, &ctx);
+    for (n, scenario) in scenarios.enumerate() {
+        // A scenario without an id is named by its place among all scenarios.
+        let (id, verdict) = match required(&scenario, "id", "").and_then(|id| scalar(id, "id")) {
+            Ok(id) => (id.clone(), run(&id, &scenario, &ctx)),
+            Err(e) => (format!("#{n}"), Err(e)),
+        };
         ctx.seen.insert(id.clone(), scenario);
         match verdict {
-            Verdict::Pass => {
+            Ok(()) => {
                 passed += 1;
                 println!("PASS {id}");
             }
-            Verdict::Fail(reason) => {
+            Err(reason) => {
                 println!("FAIL {id}: {reason}");
                 failed.push(id);
-            }
-            Verdict::Skip(reason) => {
-                skipped += 1;
-                println!("SKIP {id}: {reason}");
             }
         }
     }
     println!(
-        "{passed} passed, {} failed, {skipped} skipped (from {})",
+        "{passed} passed, {} failed (from {})",
         failed.len(),
         path.display()
     );
@@ -123,10 +114,10 @@ struct Context {
     gen_fixture: Option<Value>,
 }
 
-fn run(id: &str, s: &Value, ctx: &Context) -> Verdict {
+fn run(id: &str, s: &Value, ctx: &Context) -> Check {
     let group = id.trim_start_matches(|c: char| c.is_ascii_uppercase());
     let letter = &id[..id.len() - group.len()];
-    let result = match letter {
+    match letter {
         "R" => run_range(s),
         "E" => run_cel(s),
         "P" => run_constraint(s),
@@ -134,11 +125,7 @@ fn run(id: &str, s: &Value, ctx: &Context) -> Verdict {
         "C" => run_classic(s, &ctx.seen),
         "V" => run_v1(s, ctx),
         "M" => run_openshift(s),
-        other => return Verdict::Skip(format!("group {other} is not implemented yet")),
-    };
-    match result {
-        Ok(()) => Verdict::Pass,
-        Err(reason) => Verdict::Fail(reason),
+        _ => Err(format!("id: no group reads {id:?}")),
     }
 }
 
@@ -2248,22 +2235,23 @@ fn openshift_never_resolves(expect: &str) -> Check {
     Ok(())
 }
 
+/// `PASS` or the reason of a FAIL for one scenario written in YAML.
+fn verdict(yaml: &str) -> String {
+    let s: Value = serde_yaml::from_str(yaml).expect("test YAML");
+    let ctx = Context {
+        seen: HashMap::new(),
+        gen_fixture: None,
+    };
+    match run(&text_of(&s["id"]), &s, &ctx) {
+        Ok(()) => "PASS".to_owned(),
+        Err(reason) => reason,
+    }
+}
+
 /// A scenario the harness cannot read fails, naming the field, instead of passing as if its
 /// catalogs or installed state were empty.
 #[test]
 fn unreadable_scenarios_fail_naming_the_field() {
-    let verdict = |yaml: &str| {
-        let s: Value = serde_yaml::from_str(yaml).expect("test YAML");
-        let ctx = Context {
-            seen: HashMap::new(),
-            gen_fixture: None,
-        };
-        match run(&text_of(&s["id"]), &s, &ctx) {
-            Verdict::Pass => "PASS".to_owned(),
-            Verdict::Fail(reason) => reason,
-            Verdict::Skip(reason) => format!("SKIP {reason}"),
-        }
-    };
     let catalog = "{c/ns: {packages: {a: {channels: {alpha: [{n: a.v1}]}}}}}";
     let sub = "{name: a-alpha, pkg: a, ch: alpha, src: c/ns}";
     let scenario = |catalogs: &str, installed: &str, expect: &str| {
@@ -2349,4 +2337,157 @@ fn unreadable_scenarios_fail_naming_the_field() {
         verdict(&cases).split(',').next(),
         Some("cases: a list is expected")
     );
+}
+
+/// The E, P, S, R and M groups are read as strictly as the classic one: each broken shape
+/// fails naming its field, and a well-formed scenario of each shape passes.
+#[test]
+fn unreadable_scenarios_of_every_group_fail_naming_the_field() {
+    for (yaml, want) in [
+        // R: range tables and admission lists.
+        (
+            r#"{id: R99, lib: masterminds, rows: [{c: "1.2", yes: [1.2.0], no: [1.3.0]}]}"#,
+            "PASS",
+        ),
+        (
+            r#"{id: R99, lib: masterminds, rows: [{c: "1.2", yes: [1.2.0], no: [1.3.0], maybe: [1.2.5]}]}"#,
+            "rows[0].maybe: not a field of the notation",
+        ),
+        (
+            r#"{id: R99, lib: semver, rows: [{c: "1"}]}"#,
+            r#"lib: one of masterminds, blang is expected, not "semver""#,
+        ),
+        ("{id: R99, lib: blang, rows: []}", "rows: empty"),
+        (
+            r#"{id: R99, lib: blang, rows: [{r: ">=1.0.0", yes: [1.0.0]}]}"#,
+            "rows[0].no: required",
+        ),
+        (
+            r#"{id: R99, rows: [{in: "1", out: 1.0.0, error: x}]}"#,
+            "rows[0].out and error: only one of them",
+        ),
+        (r#"{id: R99, accept: ["1.2.3"]}"#, "reject: required"),
+        (
+            "{id: R99, title: t}",
+            "scenario: one of rows, accept is required",
+        ),
+        // E: CEL rules.
+        (
+            r#"{id: E99, cases: [{rule: "true", result: true}]}"#,
+            "PASS",
+        ),
+        (
+            r#"{id: E99, properties: [{type: olm.test, val: "1"}], cases: [{rule: "true", result: true}]}"#,
+            "properties[0].val: not a field of the notation",
+        ),
+        (
+            r#"{id: E99, cases: [{rule: "true"}]}"#,
+            "cases[0]: one of result, compile_error is required",
+        ),
+        (
+            r#"{id: E99, cases: [{rule: "true", result: "yes"}]}"#,
+            r#"cases[0].result: true or false is expected, not String("yes")"#,
+        ),
+        (
+            r#"{id: E99, cases: [{rule: "1", compile_error: false}]}"#,
+            "cases[0].compile_error: true or the message is expected, not Bool(false)",
+        ),
+        (
+            r#"{id: E99, rule: "true", expect: {matches: true, error: maybe}}"#,
+            r#"expect.error: one of none is expected, not "maybe""#,
+        ),
+        (
+            r#"{id: E99, rule: "true", cases: [{rule: "true", result: true}]}"#,
+            "cases and rule: only one of them",
+        ),
+        // P: olm.constraint parsing.
+        (
+            r#"{id: P99, cases: [{in: '{"gvk":{"group":"g","version":"v","kind":"k"}}', kind: gvk}]}"#,
+            "PASS",
+        ),
+        (
+            r#"{id: P99, cases: [{in: '{"gvk":{"group":"g","version":"v","kind":"k"}}', kind: gvk, why: x}]}"#,
+            "cases[0].why: not a field of the notation",
+        ),
+        (
+            r#"{id: P99, cases: [{c: "{}"}]}"#,
+            "cases[0]: one of kind, text is required",
+        ),
+        (
+            r#"{id: P99, in: "any many bytes", expect: {error: x}}"#,
+            r#"in: no rule reads "any many bytes""#,
+        ),
+        (
+            r#"{id: P99, in: "{}", boundary: "big enough", expect: {error: x}}"#,
+            r#"boundary: no rule reads "big enough""#,
+        ),
+        (
+            r#"{id: P99, in: "{}", expect: {predicate: x}}"#,
+            "expect.predicate: not a field of the notation",
+        ),
+        (r#"{id: P99, in: "{}"}"#, "expect: required"),
+        // S: solver problems and error texts.
+        ("{id: S99, vars: {a: [M]}, expect: {selected: [a]}}", "PASS"),
+        (
+            r#"{id: S99, vars: {a: [M, "X(b)"]}, expect: {selected: [a]}}"#,
+            "vars.a[1]: unknown constraint X(b)",
+        ),
+        (
+            "{id: S99, vars: {a: M}, expect: {selected: [a]}}",
+            r#"vars.a: a list is expected, not String("M")"#,
+        ),
+        (
+            "{id: S99, vars: {a: [M]}, expect: {chosen: [a]}}",
+            "expect.chosen: not a field of the notation",
+        ),
+        (
+            "{id: S99, vars: {a: [M, P]}, expect: {unsat: {}}}",
+            "expect.unsat: one of exact, exact_derived, contains, one_of is required",
+        ),
+        (
+            r#"{id: S99, cases: [{core: ["a is mandatory"]}]}"#,
+            "cases[0].error: required",
+        ),
+        (
+            r#"{id: S99, cases: [{error: "x"}]}"#,
+            "cases[0].core: required",
+        ),
+        // M: maxOpenShiftVersion reports.
+        (
+            "{id: M99, expect: \"v1 resolution results are identical with and without the property; only the compatibility report changes\"}",
+            "PASS",
+        ),
+        (
+            r#"{id: M99, cluster: 1.0.0, max: {a: "1.0"}, expect: {incompatible: [{name: a, maximum: "1.0"}]}}"#,
+            "expect.incompatible[0].maximum: not a field of the notation",
+        ),
+        (
+            r#"{id: M99, cluster: "", expect: {error_contains: missing, kind: permanent}}"#,
+            r#"expect.kind: one of transient is expected, not "permanent""#,
+        ),
+        (
+            "{id: M99, cluster: 1.0.0, expect: {incompatible: [], kind: transient}}",
+            "expect.kind: not a field of the notation",
+        ),
+        (
+            r#"{id: M99, cases: [{cluster: 1.0.1, max: "1.1", expect: fine}]}"#,
+            r#"cases[0].expect: one of compatible, incompatible is expected, not "fine""#,
+        ),
+        (
+            r#"{id: M99, matrix: [{cluster: "4.22", "4.23": maybe}]}"#,
+            r#"matrix[0].4.23: one of ok, blocks is expected, not "maybe""#,
+        ),
+        (
+            r#"{id: M99, expect: "resolution is unaffected"}"#,
+            r#"expect: no rule reads "resolution is unaffected""#,
+        ),
+        (
+            r#"{id: M99, expect: "v2 resolution results are identical with and without the property"}"#,
+            r#"expect: unknown resolvers "v2""#,
+        ),
+        // A group letter no reader knows.
+        ("{id: X01, expect: {}}", r#"id: no group reads "X01""#),
+    ] {
+        assert_eq!(verdict(yaml), want, "{yaml}");
+    }
 }
