@@ -264,25 +264,31 @@ fn items<'v>(v: &'v Value, path: &str) -> Result<&'v [Value], String> {
     }
 }
 
+/// Each item of a list (null is empty) read by `read`, which is given the item's path.
+fn read_items<'v, T>(
+    v: &'v Value,
+    path: &str,
+    mut read: impl FnMut(&'v Value, &str) -> Result<T, String>,
+) -> Result<Vec<T>, String> {
+    items(v, path)?
+        .iter()
+        .enumerate()
+        .map(|(i, x)| read(x, &format!("{path}[{i}]")))
+        .collect()
+}
+
 /// The items of list `key` of `v`, which must have some, each checked with its path.
-fn each<'v>(v: &'v Value, key: &str, mut check: impl FnMut(&'v Value, &str) -> Check) -> Check {
-    let list = items(required(v, key, "")?, key)?;
-    if list.is_empty() {
+fn each<'v>(v: &'v Value, key: &str, check: impl FnMut(&'v Value, &str) -> Check) -> Check {
+    let list = required(v, key, "")?;
+    if items(list, key)?.is_empty() {
         return Err(format!("{key}: empty"));
     }
-    for (i, item) in list.iter().enumerate() {
-        check(item, &format!("{key}[{i}]"))?;
-    }
-    Ok(())
+    read_items(list, key, check).map(drop)
 }
 
 /// A list of scalars (null is empty).
 fn scalars(v: &Value, path: &str) -> Result<Vec<String>, String> {
-    items(v, path)?
-        .iter()
-        .enumerate()
-        .map(|(i, x)| scalar(x, &format!("{path}[{i}]")))
-        .collect()
+    read_items(v, path, scalar)
 }
 
 /// The pairs of a mapping (null is empty).
@@ -366,19 +372,14 @@ fn tolerant_row(row: &Value, path: &str) -> Check {
 // ---- E: CEL environment -------------------------------------------------------------------
 
 fn properties(v: &Value, path: &str) -> Result<Vec<Property>, String> {
-    items(v, path)?
-        .iter()
-        .enumerate()
-        .map(|(i, p)| {
-            let path = format!("{path}[{i}]");
-            known_keys(p, &path, &["type", "value"])?;
-            let value = required(p, "value", &path)?;
-            Ok(Property {
-                kind: scalar(required(p, "type", &path)?, &join(&path, "type"))?,
-                value: serde_json::to_string(value).map_err(|e| format!("{path}.value: {e}"))?,
-            })
+    read_items(v, path, |p, path| {
+        known_keys(p, path, &["type", "value"])?;
+        let value = required(p, "value", path)?;
+        Ok(Property {
+            kind: scalar(required(p, "type", path)?, &join(path, "type"))?,
+            value: serde_json::to_string(value).map_err(|e| format!("{path}.value: {e}"))?,
         })
-        .collect()
+    })
 }
 
 /// What a CEL rule should do: fail to compile (with this message, when given), or compile
@@ -521,11 +522,9 @@ fn run_solver(s: &Value) -> Check {
         .into_iter()
         .map(|(id, constraints)| {
             let path = format!("vars.{id}");
-            let constraints = scalars(constraints, &path)?
-                .iter()
-                .enumerate()
-                .map(|(i, c)| solver_constraint(c).map_err(|e| format!("{path}[{i}]: {e}")))
-                .collect::<Result<_, String>>()?;
+            let constraints = read_items(constraints, &path, |c, path| {
+                solver_constraint(&scalar(c, path)?).map_err(|e| format!("{path}: {e}"))
+            })?;
             Ok(Variable { id, constraints })
         })
         .collect::<Result<Vec<_>, String>>()?;
@@ -834,11 +833,7 @@ fn gvk(apis: &HashMap<String, Gvk>, name: &str, path: &str) -> Result<Gvk, Strin
 }
 
 fn gvks(apis: &HashMap<String, Gvk>, v: &Value, path: &str) -> Result<Vec<Gvk>, String> {
-    scalars(v, path)?
-        .iter()
-        .enumerate()
-        .map(|(i, name)| gvk(apis, name, &format!("{path}[{i}]")))
-        .collect()
+    read_items(v, path, |name, path| gvk(apis, &scalar(name, path)?, path))
 }
 
 fn property(kind: &str, value: serde_json::Value) -> Property {
@@ -882,11 +877,7 @@ fn priority(catalog: &Value, path: &str) -> Result<i32, String> {
 
 /// A list of channel entries.
 fn entry_list(v: &Value, path: &str) -> Result<Vec<ChannelEntry>, String> {
-    items(v, path)?
-        .iter()
-        .enumerate()
-        .map(|(i, e)| channel_entry(e, &format!("{path}[{i}]")))
-        .collect()
+    read_items(v, path, channel_entry)
 }
 
 const ENTRY_KEYS: [&str; 12] = [
@@ -956,22 +947,16 @@ fn entry_properties(
 }
 
 fn package_requirements(e: &Value, path: &str) -> Result<Vec<Property>, String> {
-    let path = format!("{path}.pkgreq");
-    items(&e["pkgreq"], &path)?
-        .iter()
-        .enumerate()
-        .map(|(i, r)| {
-            let path = format!("{path}[{i}]");
-            known_keys(r, &path, &["p", "r"])?;
-            Ok(property(
-                "olm.package.required",
-                serde_json::json!({
-                    "packageName": scalar(&r["p"], &format!("{path}.p"))?,
-                    "versionRange": scalar(&r["r"], &format!("{path}.r"))?,
-                }),
-            ))
-        })
-        .collect()
+    read_items(&e["pkgreq"], &format!("{path}.pkgreq"), |r, path| {
+        known_keys(r, path, &["p", "r"])?;
+        Ok(property(
+            "olm.package.required",
+            serde_json::json!({
+                "packageName": scalar(&r["p"], &format!("{path}.p"))?,
+                "versionRange": scalar(&r["r"], &format!("{path}.r"))?,
+            }),
+        ))
+    })
 }
 
 /// The CSV that stands for an entry's inline bundle content: the notation describes bundles
@@ -2065,18 +2050,17 @@ fn openshift_report(s: &Value) -> Check {
             BlockReason::Invalid(e) => (b.name, format!("error {e}")),
         })
         .collect();
-    let want = items(&expect["incompatible"], "expect.incompatible")?
-        .iter()
-        .enumerate()
-        .map(|(i, op)| {
-            let path = format!("expect.incompatible[{i}]");
-            known_keys(op, &path, &["name", "max", "error"])?;
-            let (key, value) = exactly_one(op, &path, &["max", "error"])?;
-            let reason = scalar(value, &join(&path, key))?;
-            let name = scalar(required(op, "name", &path)?, &join(&path, "name"))?;
+    let want = read_items(
+        &expect["incompatible"],
+        "expect.incompatible",
+        |op, path| {
+            known_keys(op, path, &["name", "max", "error"])?;
+            let (key, value) = exactly_one(op, path, &["max", "error"])?;
+            let reason = scalar(value, &join(path, key))?;
+            let name = scalar(required(op, "name", path)?, &join(path, "name"))?;
             Ok((name, format!("{key} {reason}")))
-        })
-        .collect::<Result<Vec<_>, String>>()?;
+        },
+    )?;
     expect_eq("incompatible", got, want)
 }
 
