@@ -140,12 +140,6 @@ fn text_of(v: &Value) -> String {
     }
 }
 
-fn list(v: &Value) -> Vec<String> {
-    v.as_sequence()
-        .map(|items| items.iter().map(text_of).collect())
-        .unwrap_or_default()
-}
-
 fn field<'v>(v: &'v Value, key: &str) -> Option<&'v Value> {
     v.get(key).filter(|x| !x.is_null())
 }
@@ -1407,9 +1401,15 @@ fn subscription_clause(rest: &str) -> Option<(&str, Vec<(&str, &str)>)> {
 
 // ---- V: v1 resolution ---------------------------------------------------------------------
 
-/// `name@version` bundles of `package`, each with an `olm.package` property.
-fn v1_bundles(specs: &Value, package: &str, prefix: &str) -> Vec<Bundle> {
-    list(specs)
+/// `name@version` bundles of `package` (a bare `name` is its own version), each with an
+/// `olm.package` property.
+fn v1_bundles(
+    specs: &Value,
+    path: &str,
+    package: &str,
+    prefix: &str,
+) -> Result<Vec<Bundle>, String> {
+    Ok(scalars(specs, path)?
         .iter()
         .map(|spec| {
             let (name, version) = spec.split_once('@').unwrap_or((spec, spec));
@@ -1423,59 +1423,60 @@ fn v1_bundles(specs: &Value, package: &str, prefix: &str) -> Vec<Bundle> {
                 ..Default::default()
             }
         })
-        .collect()
+        .collect())
 }
 
-fn v1_deprecations(specs: &Value, package: &str) -> Vec<Deprecations> {
-    let entries: Vec<DeprecationEntry> = specs
-        .as_sequence()
-        .into_iter()
-        .flatten()
-        .map(|d| match d {
-            // Shorthand `bundle <name>`.
-            Value::String(short) => {
-                let (schema, name) = short.split_once(' ').unwrap_or(("bundle", short));
-                DeprecationEntry {
-                    reference: DeprecationReference {
-                        schema: format!("olm.{schema}"),
-                        name: name.to_owned(),
-                    },
-                    message: format!("{short} is deprecated"),
-                }
-            }
-            full => DeprecationEntry {
+/// Deprecations of `package`: entries `{schema, name, message}`, or the shorthand
+/// `<schema> <name>` of `olm.<schema>` deprecated with message `<schema> <name> is deprecated`.
+fn v1_deprecations(specs: &Value, path: &str, package: &str) -> Result<Vec<Deprecations>, String> {
+    let entries = read_items(specs, path, |d, path| {
+        if let Value::String(short) = d {
+            let (schema, name) = short
+                .split_once(' ')
+                .ok_or(format!("{path}: no rule reads {short:?}"))?;
+            return Ok(DeprecationEntry {
                 reference: DeprecationReference {
-                    schema: text_of(&full["schema"]),
-                    name: text_of(&full["name"]),
+                    schema: format!("olm.{schema}"),
+                    name: name.to_owned(),
                 },
-                message: text_of(&full["message"]),
+                message: format!("{short} is deprecated"),
+            });
+        }
+        known_keys(d, path, &["schema", "name", "message"])?;
+        let text = |key: &str| scalar(required(d, key, path)?, &join(path, key));
+        Ok(DeprecationEntry {
+            reference: DeprecationReference {
+                schema: text("schema")?,
+                name: text("name")?,
             },
+            message: text("message")?,
         })
-        .collect();
+    })?;
     if entries.is_empty() {
-        return Vec::new();
+        return Ok(Vec::new());
     }
-    vec![Deprecations {
+    Ok(vec![Deprecations {
         package: package.to_owned(),
         entries,
         ..Default::default()
-    }]
+    }])
 }
 
 /// A catalog body of the notation: `channels`, `bundles` and `deprecations`.
-fn v1_content(body: &Value, package: &str) -> Result<DeclarativeConfig, String> {
+fn v1_content(body: &Value, path: &str, package: &str) -> Result<DeclarativeConfig, String> {
     let mut dc = DeclarativeConfig {
         packages: vec![Package {
             name: package.to_owned(),
             ..Default::default()
         }],
-        bundles: v1_bundles(&body["bundles"], package, ""),
-        deprecations: v1_deprecations(&body["deprecations"], package),
+        bundles: v1_bundles(&body["bundles"], &join(path, "bundles"), package, "")?,
+        deprecations: v1_deprecations(&body["deprecations"], &join(path, "deprecations"), package)?,
         ..Default::default()
     };
-    for (name, entries) in pairs(&body["channels"], "channels")? {
+    let channels = join(path, "channels");
+    for (name, entries) in pairs(&body["channels"], &channels)? {
         dc.channels.push(Channel {
-            entries: entry_list(entries, &format!("channels.{name}"))?,
+            entries: entry_list(entries, &join(&channels, &name))?,
             name,
             package: package.to_owned(),
             ..Default::default()
@@ -1499,7 +1500,7 @@ fn v1_catalogs(
     let gen_fixture = || {
         ctx.gen_fixture
             .as_ref()
-            .map(|g| v1_content(g, package))
+            .map(|g| v1_content(g, "GEN", package))
             .ok_or("no GEN fixture")?
     };
     let catalog = |name: &str, content, priority, available| OwnedV1Catalog {
@@ -1571,15 +1572,14 @@ fn v1_catalogs(
                 match field(body, "content") {
                     Some(c) if is_gen(c) => gen_fixture()?,
                     Some(c) => return Err(format!("{path}.content: no rule reads {c:?}")),
-                    None => v1_content(body, package)?,
+                    None => v1_content(body, &path, package)?,
                 }
             }
         };
         let priority = priority(body, &path)?;
         let available = match field(body, "available") {
             None => true,
-            Some(Value::Bool(b)) => *b,
-            Some(other) => return Err(format!("{path}.available: true or false, not {other:?}")),
+            Some(a) => boolean(a, &join(&path, "available"))?,
         };
         out.push(catalog(&name, content, priority, available));
     }
@@ -1622,41 +1622,63 @@ fn v1_request(spec: &Value) -> Result<V1Request, String> {
         channels: scalars(&spec["channels"], "request.channels")?,
         version: scalar(&spec["version"], "request.version")?,
         policy,
-        selector: field(spec, "selector").map(selector),
+        selector: field(spec, "selector").map(selector).transpose()?,
         installed,
     })
 }
 
-fn selector(v: &Value) -> LabelSelector {
-    LabelSelector {
-        match_labels: v["matchLabels"]
-            .as_mapping()
+fn selector(v: &Value) -> Result<LabelSelector, String> {
+    let path = "request.selector";
+    known_keys(v, path, &["matchLabels", "matchExpressions"])?;
+    let labels = join(path, "matchLabels");
+    Ok(LabelSelector {
+        match_labels: pairs(&v["matchLabels"], &labels)?
             .into_iter()
-            .flatten()
-            .map(|(k, v)| (text_of(k), text_of(v)))
-            .collect(),
-        match_expressions: v["matchExpressions"]
-            .as_sequence()
-            .into_iter()
-            .flatten()
-            .map(|e| SelectorRequirement {
-                key: text_of(&e["key"]),
-                operator: text_of(&e["operator"]),
-                values: list(&e["values"]),
-            })
-            .collect(),
-    }
+            .map(|(k, v)| Ok((k.clone(), scalar(v, &join(&labels, &k))?)))
+            .collect::<Result<_, String>>()?,
+        match_expressions: read_items(
+            &v["matchExpressions"],
+            &join(path, "matchExpressions"),
+            |e, path| {
+                known_keys(e, path, &["key", "operator", "values"])?;
+                let text = |key: &str| scalar(required(e, key, path)?, &join(path, key));
+                Ok(SelectorRequirement {
+                    key: text("key")?,
+                    operator: text("operator")?,
+                    values: scalars(&e["values"], &join(path, "values"))?,
+                })
+            },
+        )?,
+    })
 }
 
 fn run_v1(s: &Value, ctx: &Context) -> Check {
     if let Some(table) = field(s, "legacy_table") {
-        v1_successor_cases(s, ctx)?;
+        known_keys(
+            s,
+            "scenario",
+            &[
+                "id",
+                "source",
+                "channel_stable",
+                "bundles",
+                "cases",
+                "legacy_table",
+            ],
+        )?;
+        v1_successor_cases(s)?;
         return v1_legacy_table(table);
     }
     if field(s, "input").is_some() {
+        known_keys(
+            s,
+            "scenario",
+            &["id", "source", "input", "sorted_best_first"],
+        )?;
         return v1_ordering(s);
     }
-    if field(s, "bundles").is_some() && field(s, "channel_stable").is_none() {
+    if field(s, "bundles").is_some() {
+        known_keys(s, "scenario", &["id", "source", "bundles", "cases"])?;
         return v1_semver_successors(s);
     }
     known_keys(
@@ -1677,41 +1699,30 @@ fn run_v1(s: &Value, ctx: &Context) -> Check {
         None => vec![Value::Mapping(Default::default())],
     };
     for (i, case) in cases.iter().enumerate() {
+        let path = format!("cases[{i}]");
+        if field(case, "range").is_some() {
+            v1_range_case(case, &path)?;
+            continue;
+        }
+        if field(case, "property").is_some() {
+            v1_dependency_case(case, &path, field(s, "resolver_wrapping"))?;
+            continue;
+        }
         known_keys(
             case,
-            &format!("cases[{i}]"),
-            &[
-                "catalogs",
-                "error",
-                "expect",
-                "installed",
-                "match",
-                "property",
-                "range",
-                "request",
-                "selector",
-                "successors_or_self",
-                "version",
-            ],
+            &path,
+            &["catalogs", "expect", "request", "selector", "version"],
         )?;
-        if let Some(range) = field(case, "range") {
-            v1_range_case(range, case)?;
-            continue;
-        }
-        if let Some(kind) = field(case, "property") {
-            v1_dependency_case(&text_of(kind), case)?;
-            continue;
-        }
         let mut request = v1_request(
             field(case, "request")
                 .or_else(|| field(s, "request"))
                 .unwrap_or(&Value::Null),
         )?;
         if let Some(version) = field(case, "version") {
-            request.version = text_of(version);
+            request.version = scalar(version, &join(&path, "version"))?;
         }
         if let Some(sel) = field(case, "selector") {
-            request.selector = Some(selector(sel));
+            request.selector = Some(selector(sel)?);
         }
         let catalogs = v1_catalogs(
             field(case, "catalogs").or_else(|| field(s, "catalogs")),
@@ -1721,25 +1732,46 @@ fn run_v1(s: &Value, ctx: &Context) -> Check {
         let expect = field(case, "expect")
             .or_else(|| field(s, "expect"))
             .ok_or("no expectation")?;
-        let run = |request: &V1Request, expect: &Value| {
-            v1_expectation(&catalogs, request, expect).map_err(|e| format!("case {}: {e}", i + 1))
+        let run = |request: &V1Request, expect: &Value, path: &str| {
+            v1_expectation(&catalogs, request, expect, path)
+                .map_err(|e| format!("case {}: {e}", i + 1))
         };
         match (
             field(expect, "current"),
             field(expect, "historic_semver_gate"),
         ) {
             (Some(current), Some(historic)) => {
-                run(&request, current)?;
+                known_keys(expect, "expect", &["current", "historic_semver_gate"])?;
+                run(&request, current, "expect.current")?;
                 request.policy = UpgradePolicy::Semver;
-                run(&request, historic)?;
+                run(&request, historic, "expect.historic_semver_gate")?;
             }
-            _ => run(&request, expect)?,
+            _ => run(&request, expect, "expect")?,
         }
     }
     Ok(())
 }
 
-fn v1_expectation(catalogs: &[OwnedV1Catalog], request: &V1Request, expect: &Value) -> Check {
+/// Checks a v1 resolution against mapping `expect` (at `path`): its `error`, a part of it
+/// (`error_contains`), or the `bundle` with its `version` and `deprecation` (null for none;
+/// prose ending in `(non-nil)` for some).
+fn v1_expectation(
+    catalogs: &[OwnedV1Catalog],
+    request: &V1Request,
+    expect: &Value,
+    path: &str,
+) -> Check {
+    known_keys(
+        expect,
+        path,
+        &[
+            "bundle",
+            "version",
+            "deprecation",
+            "error",
+            "error_contains",
+        ],
+    )?;
     let borrowed: Vec<V1Catalog<'_>> = catalogs
         .iter()
         .map(|c| V1Catalog {
@@ -1751,65 +1783,72 @@ fn v1_expectation(catalogs: &[OwnedV1Catalog], request: &V1Request, expect: &Val
         })
         .collect();
     let got = v1::resolve(&borrowed, request);
-    if let Some(error) = field(expect, "error") {
-        return expect_eq("error", got.err(), Some(text_of(error)));
+    let text = |key: &str| scalar(required(expect, key, path)?, &join(path, key));
+    if field(expect, "error").is_some() {
+        return expect_eq("error", got.err(), Some(text("error")?));
     }
-    if let Some(part) = field(expect, "error_contains") {
+    if field(expect, "error_contains").is_some() {
+        let part = text("error_contains")?;
         let err = got.err().ok_or("expected an error")?;
-        return match err.contains(&text_of(part)) {
+        return match err.contains(&part) {
             true => Ok(()),
-            false => Err(format!("{err:?} lacks {:?}", text_of(part))),
+            false => Err(format!("{err:?} lacks {part:?}")),
         };
     }
     let got = got?;
-    expect_eq(
-        "bundle",
-        got.bundle.name.as_str(),
-        text_of(&expect["bundle"]).as_str(),
-    )?;
-    if let Some(version) = field(expect, "version") {
-        expect_eq(
-            "version",
-            got.version.map(|v| v.to_string()),
-            Some(text_of(version)),
-        )?;
+    expect_eq("bundle", got.bundle.name, text("bundle")?)?;
+    if field(expect, "version").is_some() {
+        let version = got.version.map(|v| v.to_string());
+        expect_eq("version", version, Some(text("version")?))?;
     }
-    match expect.get("deprecation") {
-        Some(Value::Null) => expect_eq("deprecation", got.deprecation.is_some(), false),
-        Some(_) => expect_eq("deprecation", got.deprecation.is_some(), true),
-        None => Ok(()),
-    }
+    let want = match expect.get("deprecation") {
+        None => return Ok(()),
+        Some(Value::Null) => false,
+        Some(Value::String(s)) if s.ends_with("(non-nil)") => true,
+        Some(other) => {
+            return Err(format!("{path}.deprecation: no rule reads {other:?}"));
+        }
+    };
+    expect_eq("deprecation", got.deprecation.is_some(), want)
 }
 
-fn v1_range_case(range: &Value, case: &Value) -> Check {
-    let range = text_of(range);
+fn v1_range_case(case: &Value, path: &str) -> Check {
+    let text = |key: &str| scalar(required(case, key, path)?, &join(path, key));
+    let range = text("range")?;
     let parsed = VersionConstraint::parse(&range);
-    if field(case, "error").is_some() {
+    if let Some(error) = field(case, "error") {
+        known_keys(case, path, &["range", "error"])?;
+        word(error, &join(path, "error"), &["true"])?;
         return expect_eq(&format!("error for {range:?}"), parsed.is_err(), true);
     }
+    known_keys(case, path, &["range", "version", "match"])?;
     let parsed = parsed?;
-    let version = VersionRelease::parse(&text_of(&case["version"]))?;
-    let want = field(case, "match")
-        .and_then(Value::as_bool)
-        .ok_or("no match")?;
+    let version = VersionRelease::parse(&text("version")?)?;
+    let want = boolean(required(case, "match", path)?, &join(path, "match"))?;
     expect_eq(&range, parsed.matches(&version.version), want)
 }
 
-/// V28: a picked bundle declaring a dependency is refused, not replaced by another.
-fn v1_dependency_case(kind: &str, case: &Value) -> Check {
-    let value = match kind {
+/// V28: a picked bundle declaring a dependency is refused, not replaced by another. The
+/// error is `wrapping` (the scenario's `resolver_wrapping`) around the case's, `<name>` being
+/// the bundle.
+fn v1_dependency_case(case: &Value, path: &str, wrapping: Option<&Value>) -> Check {
+    known_keys(case, path, &["property", "error"])?;
+    let kinds = ["olm.package.required", "olm.gvk.required", "olm.constraint"];
+    let kind = word(
+        required(case, "property", path)?,
+        &join(path, "property"),
+        &kinds,
+    )?;
+    let value = match kind.as_str() {
         "olm.package.required" => {
             serde_json::json!({"packageName": "q", "versionRange": ">=1.0.0"})
         }
         "olm.gvk.required" => serde_json::json!({"group": "g", "kind": "k", "version": "v"}),
         _ => serde_json::json!({"gvk": {"group": "g", "kind": "k", "version": "v"}}),
     };
-    let mut bundles = v1_bundles(
-        &serde_yaml::from_str("[p.v0.1.0@0.1.0, p.v1.0.0@1.0.0]").map_err(|e| e.to_string())?,
-        "p",
-        "",
-    );
-    bundles[1].properties.push(property(kind, value));
+    let specs = Value::Sequence(vec!["p.v0.1.0@0.1.0".into(), "p.v1.0.0@1.0.0".into()]);
+    let mut bundles = v1_bundles(&specs, "bundles", "p", "")?;
+    bundles[1].properties.push(property(&kind, value));
     let content = DeclarativeConfig {
         bundles,
         ..Default::default()
@@ -1825,10 +1864,17 @@ fn v1_dependency_case(kind: &str, case: &Value) -> Check {
         package: "p".into(),
         ..Default::default()
     };
-    let want = format!(
-        "validating bundle \"p.v1.0.0\": {}",
-        text_of(&case["error"]).replace("<name>", "p.v1.0.0")
-    );
+    let error = scalar(required(case, "error", path)?, &join(path, "error"))?;
+    let wrapping = match wrapping {
+        Some(w) => scalar(w, "resolver_wrapping")?,
+        None => "<error above>".to_owned(),
+    };
+    if !wrapping.contains("<error above>") {
+        return Err(format!("resolver_wrapping: no rule reads {wrapping:?}"));
+    }
+    let want = wrapping
+        .replace("<error above>", &error)
+        .replace("<name>", "p.v1.0.0");
     expect_eq("error", v1::resolve(&catalog, &request).err(), Some(want))
 }
 
@@ -1847,27 +1893,31 @@ fn successors_sorted(
         .collect()
 }
 
-fn installed_bundle(i: &Value) -> Result<(InstalledBundle, VersionRelease), String> {
+fn installed_bundle(i: &Value, path: &str) -> Result<(InstalledBundle, VersionRelease), String> {
+    known_keys(i, path, &["name", "version"])?;
+    let text = |key: &str| scalar(required(i, key, path)?, &join(path, key));
     let installed = InstalledBundle {
-        name: text_of(&i["name"]),
-        version: text_of(&i["version"]),
+        name: text("name")?,
+        version: text("version")?,
     };
     let vr = VersionRelease::parse(&installed.version)?;
     Ok((installed, vr))
 }
 
 /// V21: the catalog successor predicate plus "same version+release" (the stay option).
-fn v1_successor_cases(s: &Value, _ctx: &Context) -> Check {
-    let entries = entry_list(&s["channel_stable"], "channel_stable")?;
+fn v1_successor_cases(s: &Value) -> Check {
+    let entries = entry_list(required(s, "channel_stable", "")?, "channel_stable")?;
     let refs: Vec<&ChannelEntry> = entries.iter().collect();
     let prefix = entries
         .first()
         .and_then(|e| e.name.split_once('.'))
         .map(|(p, _)| format!("{p}."))
         .unwrap_or_default();
-    let bundles = v1_bundles(&s["bundles"], "test-package", &prefix);
-    for case in s["cases"].as_sequence().into_iter().flatten() {
-        let (installed, ivr) = installed_bundle(&case["installed"])?;
+    let bundles = v1_bundles(&s["bundles"], "bundles", "test-package", &prefix)?;
+    each(s, "cases", |case, path| {
+        known_keys(case, path, &["installed", "successors_or_self"])?;
+        let installed = required(case, "installed", path)?;
+        let (installed, ivr) = installed_bundle(installed, &join(path, "installed"))?;
         let got = successors_sorted(&bundles, |b, vr| {
             vr == Some(&ivr)
                 || v1::is_successor(
@@ -1879,26 +1929,38 @@ fn v1_successor_cases(s: &Value, _ctx: &Context) -> Check {
                     &refs,
                 )
         });
-        expect_eq(
-            &format!("successors of {}", installed.name),
-            got,
-            list(&case["successors_or_self"]),
-        )?;
-    }
-    Ok(())
+        let want = successors_or_self(case, path)?;
+        expect_eq(&format!("successors of {}", installed.name), got, want)
+    })
+}
+
+/// A case's `successors_or_self`, best first.
+fn successors_or_self(case: &Value, path: &str) -> Result<Vec<String>, String> {
+    let path = join(path, "successors_or_self");
+    scalars(
+        case.get("successors_or_self")
+            .ok_or(format!("{path}: required"))?,
+        &path,
+    )
 }
 
 fn v1_legacy_table(table: &Value) -> Check {
-    let entries = entry_list(&table["channel"], "legacy_table.channel")?;
+    let path = "legacy_table";
+    known_keys(table, path, &["channel", "installed", "successor"])?;
+    let entries = entry_list(required(table, "channel", path)?, "legacy_table.channel")?;
     let refs: Vec<&ChannelEntry> = entries.iter().collect();
-    let (installed, ivr) = installed_bundle(&table["installed"])?;
-    for (name, want) in table["successor"].as_mapping().into_iter().flatten() {
-        let name = text_of(name);
+    let installed = required(table, "installed", path)?;
+    let (installed, ivr) = installed_bundle(installed, "legacy_table.installed")?;
+    let successor = "legacy_table.successor";
+    for (name, want) in pairs(required(table, "successor", path)?, successor)? {
+        let want = boolean(want, &join(successor, &name))?;
         // "<unnamed bundle>" stands for a bundle with an empty name.
-        let bundle = if name.starts_with('<') {
-            ""
-        } else {
-            name.as_str()
+        let bundle = match name.as_str() {
+            "<unnamed bundle>" => "",
+            n if n.starts_with('<') => {
+                return Err(format!("{successor}: no rule reads {name:?}"));
+            }
+            n => n,
         };
         let got = v1::is_successor(
             UpgradePolicy::CatalogProvided,
@@ -1908,20 +1970,17 @@ fn v1_legacy_table(table: &Value) -> Check {
             &ivr,
             &refs,
         );
-        expect_eq(
-            &format!("successor {name}"),
-            got,
-            want.as_bool() == Some(true),
-        )?;
+        expect_eq(&format!("successor {name}"), got, want)?;
     }
     Ok(())
 }
 
 /// V33: the opt-in semver policy (`^installed, != installed`) plus the stay option.
 fn v1_semver_successors(s: &Value) -> Check {
-    let bundles = v1_bundles(&s["bundles"], "p", "");
-    for case in s["cases"].as_sequence().into_iter().flatten() {
-        let version = text_of(&case["installed"]);
+    let bundles = v1_bundles(&s["bundles"], "bundles", "p", "")?;
+    each(s, "cases", |case, path| {
+        known_keys(case, path, &["installed", "successors_or_self"])?;
+        let version = scalar(required(case, "installed", path)?, &join(path, "installed"))?;
         let installed = InstalledBundle {
             name: version.clone(),
             version: version.clone(),
@@ -1931,32 +1990,28 @@ fn v1_semver_successors(s: &Value) -> Check {
             vr == Some(&ivr)
                 || v1::is_successor(UpgradePolicy::Semver, &b.name, vr, &installed, &ivr, &[])
         });
-        expect_eq(
-            &format!("successors of {version}"),
-            got,
-            list(&case["successors_or_self"]),
-        )?;
-    }
-    Ok(())
+        let want = successors_or_self(case, path)?;
+        expect_eq(&format!("successors of {version}"), got, want)
+    })
 }
 
 /// V30: version+release order; `<...>` items have no readable version.
 fn v1_ordering(s: &Value) -> Check {
-    let input = list(&s["input"]);
-    let keys: Vec<Option<VersionRelease>> = input
+    let input = scalars(&s["input"], "input")?;
+    let keys = input
         .iter()
-        .map(|v| {
-            if v.starts_with('<') {
-                None
-            } else {
-                VersionRelease::parse(v).ok()
-            }
+        .map(|v| match v.starts_with('<') {
+            true => Ok(None),
+            false => VersionRelease::parse(v)
+                .map(Some)
+                .map_err(|e| format!("input: {v:?}: {e}")),
         })
-        .collect();
+        .collect::<Result<Vec<_>, String>>()?;
     let mut order: Vec<usize> = (0..input.len()).collect();
     order.sort_by(|&a, &b| v1::best_first(&keys[a], &keys[b]));
     let got: Vec<String> = order.into_iter().map(|i| input[i].clone()).collect();
-    expect_eq("order", got, list(&s["sorted_best_first"]))
+    let want = required(s, "sorted_best_first", "")?;
+    expect_eq("order", got, scalars(want, "sorted_best_first")?)
 }
 
 // ---- M: maxOpenShiftVersion -----------------------------------------------------------------
@@ -2323,7 +2378,7 @@ fn unreadable_scenarios_fail_naming_the_field() {
     );
 }
 
-/// The E, P, S, R and M groups are read as strictly as the classic one: each broken shape
+/// The E, P, S, R, M and V groups are read as strictly as the classic one: each broken shape
 /// fails naming its field, and a well-formed scenario of each shape passes.
 #[test]
 fn unreadable_scenarios_of_every_group_fail_naming_the_field() {
@@ -2468,6 +2523,51 @@ fn unreadable_scenarios_of_every_group_fail_naming_the_field() {
         (
             r#"{id: M99, expect: "v2 resolution results are identical with and without the property"}"#,
             r#"expect: unknown resolvers "v2""#,
+        ),
+        // V: successor tables, orderings, range and dependency cases, catalog bodies.
+        (
+            r#"{id: V99, input: ["1.0.0"], sorted: ["1.0.0"]}"#,
+            "scenario.sorted: not a field of the notation",
+        ),
+        (
+            r#"{id: V99, input: ["1.0.0"]}"#,
+            "sorted_best_first: required",
+        ),
+        (
+            "{id: V99, bundles: [p.v1@1.0.0], cases: [{installed: 1.0.0, successors: []}]}",
+            "cases[0].successors: not a field of the notation",
+        ),
+        (
+            "{id: V99, bundles: [p.v1@1.0.0], cases: []}",
+            "cases: empty",
+        ),
+        (
+            r#"{id: V99, channel_stable: [{n: p.v1}], bundles: [v1@1.0.0], cases: [{installed: {name: p.v1, version: 1.0.0}, successors_or_self: [p.v1]}], legacy_table: {channel: [{n: p.v2, r: p.v1}], installed: {name: p.v1, version: 1.0.0}, successor: {p.v2: yes}}}"#,
+            r#"legacy_table.successor.p.v2: true or false is expected, not String("yes")"#,
+        ),
+        (
+            r#"{id: V99, cases: [{range: "1.0.0", version: 1.0.0, matches: true}]}"#,
+            "cases[0].matches: not a field of the notation",
+        ),
+        (
+            "{id: V99, cases: [{property: olm.bundle.required, error: x}]}",
+            r#"cases[0].property: one of olm.package.required, olm.gvk.required, olm.constraint is expected, not "olm.bundle.required""#,
+        ),
+        (
+            "{id: V99, resolver_wrapping: wrapped, cases: [{property: olm.gvk.required, error: x}]}",
+            r#"resolver_wrapping: no rule reads "wrapped""#,
+        ),
+        (
+            "{id: V99, catalogs: {c: {bundles: [p.v1@1.0.0], channels: {stable: [{n: p.v1}]}}}, request: {package: p}, expect: {bundle: p.v1, deprecation: null}}",
+            "PASS",
+        ),
+        (
+            "{id: V99, catalogs: {c: {bundles: [p.v1@1.0.0], channels: {stable: [{n: p.v1}]}}}, request: {package: p}, expect: {bundle: p.v1, deprecation: some}}",
+            r#"case 1: expect.deprecation: no rule reads String("some")"#,
+        ),
+        (
+            "{id: V99, catalogs: {c: {bundles: [p.v1@1.0.0], deprecations: [p.v1]}}, request: {package: p}, expect: {bundle: p.v1}}",
+            r#"catalogs.c.deprecations[0]: no rule reads "p.v1""#,
         ),
         // A group letter no reader knows.
         ("{id: X01, expect: {}}", r#"id: no group reads "X01""#),
