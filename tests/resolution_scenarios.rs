@@ -271,13 +271,19 @@ fn read_items<'v, T>(
         .collect()
 }
 
-/// The items of list `key` of `v`, which must have some, each checked with its path.
-fn each<'v>(v: &'v Value, key: &str, check: impl FnMut(&'v Value, &str) -> Check) -> Check {
-    let list = required(v, key, "")?;
-    if items(list, key)?.is_empty() {
+/// The items of list `key` of scenario `v`, which must be there and have some.
+fn some_items<'v>(v: &'v Value, key: &str) -> Result<&'v [Value], String> {
+    let list = items(required(v, key, "")?, key)?;
+    if list.is_empty() {
         return Err(format!("{key}: empty"));
     }
-    read_items(list, key, check).map(drop)
+    Ok(list)
+}
+
+/// Each of [`some_items`] checked with its path.
+fn each<'v>(v: &'v Value, key: &str, check: impl FnMut(&'v Value, &str) -> Check) -> Check {
+    some_items(v, key)?;
+    read_items(&v[key], key, check).map(drop)
 }
 
 /// A list of scalars (null is empty).
@@ -1695,7 +1701,7 @@ fn run_v1(s: &Value, ctx: &Context) -> Check {
         ],
     )?;
     let cases: Vec<Value> = match field(s, "cases") {
-        Some(cases) => items(cases, "cases")?.to_vec(),
+        Some(_) => some_items(s, "cases")?.to_vec(),
         None => vec![Value::Mapping(Default::default())],
     };
     for (i, case) in cases.iter().enumerate() {
@@ -1731,7 +1737,7 @@ fn run_v1(s: &Value, ctx: &Context) -> Check {
         )?;
         let expect = field(case, "expect")
             .or_else(|| field(s, "expect"))
-            .ok_or("no expectation")?;
+            .ok_or(format!("{path}.expect: required"))?;
         let run = |request: &V1Request, expect: &Value, path: &str| {
             v1_expectation(&catalogs, request, expect, path)
                 .map_err(|e| format!("case {}: {e}", i + 1))
@@ -2540,6 +2546,14 @@ fn unreadable_scenarios_of_every_group_fail_naming_the_field() {
         (
             "{id: V99, bundles: [p.v1@1.0.0], cases: []}",
             "cases: empty",
+        ),
+        (
+            "{id: V99, request: {package: p}, cases: []}",
+            "cases: empty",
+        ),
+        (
+            "{id: V99, catalogs: {c: empty}, request: {package: p}, cases: [{version: 1.0.0}]}",
+            "cases[0].expect: required",
         ),
         (
             r#"{id: V99, channel_stable: [{n: p.v1}], bundles: [v1@1.0.0], cases: [{installed: {name: p.v1, version: 1.0.0}, successors_or_self: [p.v1]}], legacy_table: {channel: [{n: p.v2, r: p.v1}], installed: {name: p.v1, version: 1.0.0}, successor: {p.v2: yes}}}"#,
