@@ -45,6 +45,17 @@ fn resolution_scenarios() {
     let blocks = yaml_blocks(&text);
     // The `GEN(p)` fixture of the v1 scenarios.
     let gen_fixture = blocks.iter().find_map(|b| b.get("GEN")).cloned();
+    let (mut passed, mut failed) = (0, Vec::new());
+    // A block that is no list of scenarios may only hold the notation or the GEN fixture.
+    for (n, block) in blocks.iter().enumerate() {
+        if block.is_sequence() {
+            continue;
+        }
+        if let Err(reason) = known_keys(block, &format!("block {n}"), &["notation", "GEN"]) {
+            println!("FAIL {reason}");
+            failed.push(format!("block {n}"));
+        }
+    }
     let scenarios = blocks
         .into_iter()
         .filter_map(|block| match block {
@@ -52,7 +63,6 @@ fn resolution_scenarios() {
             _ => None,
         })
         .flatten();
-    let (mut passed, mut failed) = (0, Vec::new());
     let mut ctx = Context {
         seen: HashMap::new(),
         gen_fixture,
