@@ -393,9 +393,12 @@ fn json_str(value: &str, key: &str) -> Option<String> {
         .map(str::to_owned)
 }
 
+/// The package named by the last `olm.package` property, as OLM reads an installed CSV's
+/// properties annotation (each one overwrites the package read before it).
 pub fn package_of(properties: &[Property]) -> Option<String> {
     properties
         .iter()
+        .rev()
         .filter(|p| p.kind == PACKAGE)
         .find_map(|p| json_str(&p.value, "packageName"))
 }

@@ -479,12 +479,10 @@ fn starting_csv_may_name_a_skipped_entry() {
     );
 }
 
-/// Two installed CSVs of package `foo` provide X, which `bar.v1` requires: OLM orders them
-/// like a channel without upgrade edges, fails to, and fails the namespace.
-#[test]
-fn installed_providers_of_one_package_cannot_be_ordered() {
-    let dc = skipping_head();
-    let mut req = request(&dc, "bar");
+/// A subscription to `bar` (which requires X) beside two installed CSVs of package `foo`
+/// that provide X, `foo.v1.0.0` owned by a subscription and `foo-extra.v1.0.0` unowned.
+fn installed_providers_of_x(dc: &DeclarativeConfig) -> ClassicRequest<'_> {
+    let mut req = request(dc, "bar");
     let installed = |name: &str| InstalledCsv {
         name: name.into(),
         version: "1.0.0".into(),
@@ -505,6 +503,15 @@ fn installed_providers_of_one_package_cannot_be_ordered() {
         installed_csv: "foo.v1.0.0".into(),
         ..Default::default()
     });
+    req
+}
+
+/// Two installed CSVs of package `foo` provide X, which `bar.v1` requires: OLM orders them
+/// like a channel without upgrade edges, fails to, and fails the namespace.
+#[test]
+fn installed_providers_of_one_package_cannot_be_ordered() {
+    let dc = skipping_head();
+    let mut req = installed_providers_of_x(&dc);
     assert_eq!(
         resolve(&req),
         Err(ClassicError::Invalid(
@@ -521,6 +528,44 @@ fn installed_providers_of_one_package_cannot_be_ordered() {
     assert_eq!(
         got.iter().map(ResolvedOperator::id).collect::<Vec<_>>(),
         ["cat/ns/stable/bar.v1", "cat/ns/stable/foo.v2.0.0"]
+    );
+}
+
+/// An installed CSV whose annotation names two packages belongs to the last one, as in OLM.
+/// `foo-extra.v1.0.0` listing `foo` then `other` is of package `other`, so no channel
+/// ordering of `foo` fails; both properties still make it unique within `foo`, so it cannot
+/// stay beside `foo.v1.0.0`. Listed the other way round it is of `foo` again.
+#[test]
+fn installed_csv_takes_the_last_package_property() {
+    let dc = skipping_head();
+    let mut req = installed_providers_of_x(&dc);
+    let other = property(
+        "olm.package",
+        r#"{"packageName":"other","version":"1.0.0"}"#,
+    );
+    let properties = req.installed[1].properties.as_mut().expect("annotated");
+    properties.push(other);
+    assert_eq!(
+        resolve(&req),
+        Err(ClassicError::Unsatisfiable(SolveError::Unsatisfiable {
+            messages: vec![
+                "@existing/ns//foo-extra.v1.0.0, @existing/ns//foo.v1.0.0 and cat/ns/stable/foo.v2.0.0 originate from package foo".into(),
+                "clusterserviceversion foo-extra.v1.0.0 exists and is not referenced by a subscription".into(),
+                "subscription foo-stable exists".into(),
+                "subscription foo-stable requires at least one of cat/ns/stable/foo.v2.0.0 or @existing/ns//foo.v1.0.0".into(),
+            ]
+        }))
+    );
+    req.installed[1]
+        .properties
+        .as_mut()
+        .expect("annotated")
+        .swap(1, 2);
+    assert_eq!(
+        resolve(&req),
+        Err(ClassicError::Invalid(
+            r#"a unique replacement chain within a channel is required to determine the relative order between channel entries, but 2 replacement chains were found in channel "" of package "foo": foo.v1.0.0, foo-extra.v1.0.0"#.into()
+        ))
     );
 }
 
