@@ -461,9 +461,13 @@ async fn fetch(address: &str, limits: &RemoteLimits) -> Result<Cached, String> {
         tally.add(&b)?;
         bundles.push(b);
     }
+    // Converting a catalog of hundreds of MiB is CPU work: off the runtime's workers.
+    let content = tokio::task::spawn_blocking(move || from_api(packages, bundles))
+        .await
+        .map_err(|e| format!("reading catalog server {address} failed: {e}"))?;
     Ok(Cached {
         catalog: Catalog::new(
-            Arc::new(from_api(packages, bundles)),
+            Arc::new(content),
             Some(Arc::new(RemoteManifests {
                 address: address.to_owned(),
                 client,
