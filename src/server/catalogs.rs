@@ -4,9 +4,11 @@
 //! Both are turned into the resolver's catalog model once and cached: the own catalog per
 //! loaded index, a remote one per address until its TTL runs out or its connection drops
 //! (a health Watch stream is held open to notice that; servers without Watch rely on the
-//! TTL). The cached [`Catalog`] also keeps the content prepared for classic resolution,
-//! made by the first classic request that reads it, so later requests skip that work. Manifests, which ListBundles leaves out, are fetched with GetBundle for the few
-//! bundles the safety checks look at.
+//! TTL). A read is bounded in bytes and time ([`RemoteLimits`]) and shared by every request
+//! that needs the address while it runs. The cached [`Catalog`] also keeps the content
+//! prepared for classic resolution, made by the first classic request that reads it, so later
+//! requests skip that work. Manifests, which ListBundles leaves out, are fetched with
+//! GetBundle for the few bundles the safety checks look at.
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
