@@ -13,6 +13,7 @@ use olm_registry::api::resolution::{
 use prost::Message;
 use tonic::Code;
 use tonic::transport::Channel;
+use tonic_health::pb::health_check_response::ServingStatus;
 
 struct Pair {
     primary: Server,
@@ -20,13 +21,18 @@ struct Pair {
 }
 
 async fn pair() -> Pair {
-    let (primary, secondary) = (
-        fixture("resolution/primary"),
-        fixture("resolution/secondary"),
-    );
-    let (primary, secondary) = tokio::join!(
-        Server::serving(&primary, &[]),
-        Server::serving(&secondary, &[]),
+    pair_allowing(&[]).await
+}
+
+/// The primary may read the secondary and the `other` addresses.
+async fn pair_allowing(other: &[&str]) -> Pair {
+    let secondary = Server::start(&fixture("resolution/secondary"), &[]);
+    let allowed = [&[secondary.addr.as_str()], other].concat().join(",");
+    let catalog = fixture("resolution/primary");
+    let flags = ["--resolution-allowed-catalogs", &allowed];
+    let (primary, ()) = tokio::join!(
+        Server::serving(&catalog, &flags),
+        secondary.wait_for_status(ServingStatus::Serving),
     );
     Pair { primary, secondary }
 }
@@ -313,13 +319,13 @@ async fn the_same_request_gives_byte_identical_responses() {
 
 #[tokio::test]
 async fn an_unreachable_catalog_fails_only_the_subscriptions_that_need_it() {
-    let pair = pair().await;
     // A port that was free a moment ago: nothing listens there.
     let closed = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
         .unwrap()
         .to_string();
+    let pair = pair_allowing(&[&closed]).await;
     let mut request = deadlock(&pair);
     request.catalogs[1].address = closed.clone();
     // Without b's update, a.v2 (which needs b.v2's API) cannot be taken either.

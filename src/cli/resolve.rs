@@ -7,11 +7,12 @@ use super::images::{ImageArgs, fetch_as_fbc};
 use crate::catalog::decode::describe_load_errors;
 use crate::catalog::walk;
 use crate::resolve::service::{self, Catalog, Loaded, Request, report};
+use crate::server::RemoteLimits;
 use crate::server::catalogs::RemoteCatalogs;
 use clap::Args;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Resolve subscriptions (OLM classic) or ClusterExtensions (OLM v1) against catalogs.
 ///
@@ -112,7 +113,8 @@ impl Loader<'_> {
             if let Some(address) = &c.address {
                 // As in the service: a server that cannot be read fails only what needs it.
                 let (runtime, remote) = self.runtime()?;
-                catalogs.push(runtime.block_on(remote.get(address)));
+                let deadline = Instant::now() + remote.budget();
+                catalogs.push(runtime.block_on(async { remote.get(address).wait(deadline).await }));
                 continue;
             }
             let root = match (&c.directory, &c.image) {
@@ -144,7 +146,10 @@ impl Loader<'_> {
                 .enable_all()
                 .build()
                 .map_err(|e| format!("starting the runtime: {e}"))?;
-            self.runtime = Some((runtime, RemoteCatalogs::new(Duration::MAX)));
+            self.runtime = Some((
+                runtime,
+                RemoteCatalogs::new(Duration::MAX, RemoteLimits::default()),
+            ));
         }
         Ok(self.runtime.as_ref().expect("set above"))
     }

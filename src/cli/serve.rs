@@ -1,6 +1,6 @@
 use super::images::{ImageArgs, fetch_as_fbc};
 use crate::image::Registry;
-use crate::server::{self, Limits};
+use crate::server::{self, Limits, RemoteLimits, ResolutionOptions};
 use crate::store::cache::{self, CacheError, CacheOptions, Loaded, Outcome};
 use clap::Args;
 use std::net::SocketAddr;
@@ -49,14 +49,53 @@ pub struct ServeArgs {
     /// How long in-flight calls may run after SIGTERM before they are cut.
     #[arg(long, default_value = "10s", value_parser = parse_duration)]
     shutdown_grace: Duration,
-    /// How long the resolution service keeps a catalog read from another server before
-    /// reading it again (it also re-reads after that server's connection drops).
-    #[arg(long, default_value = "5m", value_parser = parse_duration)]
-    resolution_catalog_ttl: Duration,
+    #[command(flatten)]
+    resolution: ResolutionArgs,
     #[command(flatten)]
     limits: LimitArgs,
     #[command(flatten)]
     image: ImageArgs,
+}
+
+/// Which other catalog servers a resolution request may make this server read, and what a
+/// read may cost.
+#[derive(Args)]
+#[command(next_help_heading = "Resolution service")]
+struct ResolutionArgs {
+    /// Catalog servers (HOST:PORT, exactly as requests write them; comma-separated or
+    /// repeated) that requests may name besides this server's own catalog. None by default:
+    /// a request could otherwise make this pod connect anywhere on the cluster network.
+    #[arg(long, value_delimiter = ',', value_name = "HOST:PORT")]
+    resolution_allowed_catalogs: Vec<String>,
+    /// How long the resolution service keeps a catalog read from another server before
+    /// reading it again (it also re-reads after that server's connection drops).
+    #[arg(long, default_value = "5m", value_parser = parse_duration)]
+    resolution_catalog_ttl: Duration,
+    /// How long one resolution request may wait for the catalog servers it names.
+    #[arg(long, default_value = "30s", value_parser = parse_duration)]
+    resolution_timeout: Duration,
+    /// Largest message accepted from another catalog server.
+    #[arg(long, default_value = "16M", value_parser = parse_size)]
+    resolution_max_catalog_message: u64,
+    /// Bytes one catalog read from another server may hold (messages plus their in-memory
+    /// overhead); a larger catalog fails the subscriptions that need it.
+    #[arg(long, default_value = "256M", value_parser = parse_size)]
+    resolution_max_catalog_bytes: u64,
+}
+
+impl ResolutionArgs {
+    fn options(&self) -> ResolutionOptions {
+        ResolutionOptions {
+            catalog_ttl: self.resolution_catalog_ttl,
+            limits: RemoteLimits {
+                max_message_bytes: usize::try_from(self.resolution_max_catalog_message)
+                    .unwrap_or(usize::MAX),
+                max_catalog_bytes: self.resolution_max_catalog_bytes,
+                budget: self.resolution_timeout,
+            },
+            allowed: self.resolution_allowed_catalogs.iter().cloned().collect(),
+        }
+    }
 }
 
 /// Bounds on what one client can make the server hold; the defaults suit OLM, packageserver
@@ -227,7 +266,7 @@ fn serve(args: &ServeArgs, use_http: bool, skip_tls_verify: bool) -> Result<(), 
                 load,
                 shutdown,
                 args.shutdown_grace,
-                args.resolution_catalog_ttl,
+                args.resolution.options(),
                 args.limits.limits(),
             )
             .await

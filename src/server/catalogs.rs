@@ -4,15 +4,18 @@
 //! Both are turned into the resolver's catalog model once and cached: the own catalog per
 //! loaded index, a remote one per address until its TTL runs out or its connection drops
 //! (a health Watch stream is held open to notice that; servers without Watch rely on the
-//! TTL). The cached [`Catalog`] also keeps the content prepared for classic resolution,
-//! made by the first classic request that reads it, so later requests skip that work. Manifests, which ListBundles leaves out, are fetched with GetBundle for the few
-//! bundles the safety checks look at.
+//! TTL). A read is bounded in bytes and time ([`RemoteLimits`]) and shared by every request
+//! that needs the address while it runs. The cached [`Catalog`] also keeps the content
+//! prepared for classic resolution, made by the first classic request that reads it, so later
+//! requests skip that work. Manifests, which ListBundles leaves out, are fetched with
+//! GetBundle for the few bundles the safety checks look at.
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use prost::Message;
+use tokio::sync::watch;
 use tonic::transport::{Channel, Endpoint};
 use tonic_health::pb::HealthCheckRequest;
 use tonic_health::pb::health_client::HealthClient;
@@ -28,8 +31,9 @@ use crate::catalog::types::{
 use crate::resolve::service::{Catalog, ManifestSource};
 use crate::store::{QueryError, Store, query};
 
-/// How long a fetch of a remote catalog may take, when the caller set no deadline.
-const FETCH_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long connecting to a catalog server may take: a live server on the cluster network
+/// answers in milliseconds, a dead one should not use up a request's whole budget.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The resolver's model of a catalog served as `packages` and the per-channel `bundles`
 /// of ListBundles (in its order).
@@ -177,10 +181,42 @@ impl ManifestSource for StoreManifests {
     }
 }
 
-/// Catalogs of other servers, by address.
+/// What reading another server's catalog may cost. A catalog server can be anything a caller
+/// names, so each read is bounded in bytes and in time.
+#[derive(Clone, Debug)]
+pub struct RemoteLimits {
+    /// The largest message accepted from a catalog server (a bundle without an image carries
+    /// its manifests, which exceed 4 MiB in real catalogs).
+    pub max_message_bytes: usize,
+    /// Bytes one catalog's read may hold: each message's encoding plus the in-memory size of
+    /// its type, so a stream of tiny messages cannot hold more than its bytes suggest.
+    pub max_catalog_bytes: u64,
+    /// How long one resolution request may wait for the catalogs it names.
+    pub budget: Duration,
+}
+
+impl Default for RemoteLimits {
+    fn default() -> RemoteLimits {
+        RemoteLimits {
+            max_message_bytes: 16 << 20,
+            max_catalog_bytes: 256 << 20,
+            budget: Duration::from_secs(30),
+        }
+    }
+}
+
+/// Catalogs of other servers, by address. Each address is read at most once at a time: a
+/// request that needs a catalog being read waits for that read, and gets its result or error.
 pub struct RemoteCatalogs {
     ttl: Duration,
-    cached: Mutex<HashMap<String, Cached>>,
+    limits: RemoteLimits,
+    slots: Arc<Mutex<HashMap<String, Slot>>>,
+}
+
+enum Slot {
+    Ready(Cached),
+    /// A read under way; the value turns `Some` when it ends.
+    Reading(watch::Receiver<Option<Result<Cached, String>>>),
 }
 
 #[derive(Clone)]
@@ -191,113 +227,253 @@ struct Cached {
     connected: Arc<AtomicBool>,
 }
 
+/// The map is only touched between awaits, so a plain mutex never holds up a runtime worker.
+fn lock(slots: &Mutex<HashMap<String, Slot>>) -> MutexGuard<'_, HashMap<String, Slot>> {
+    slots.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn out_of_time(address: &str, budget: Duration) -> String {
+    format!(
+        "catalog server {address} did not answer within the {} time budget (--resolution-timeout)",
+        as_flag(budget)
+    )
+}
+
+/// `1500ms` or `30s`, as the flags are written.
+fn as_flag(d: Duration) -> String {
+    if d.subsec_millis() == 0 {
+        format!("{}s", d.as_secs())
+    } else {
+        format!("{}ms", d.as_millis())
+    }
+}
+
 impl RemoteCatalogs {
-    pub fn new(ttl: Duration) -> RemoteCatalogs {
+    pub fn new(ttl: Duration, limits: RemoteLimits) -> RemoteCatalogs {
         RemoteCatalogs {
             ttl,
-            cached: Mutex::new(HashMap::new()),
+            limits,
+            slots: Arc::new(Mutex::new(HashMap::new())),
         }
     }
 
-    /// The catalog served at `address` (`HOST:PORT`), from the cache when it is fresh.
-    /// Errors name the address.
-    pub async fn get(&self, address: &str) -> Result<Catalog, String> {
-        let fresh = {
-            let cached = self.cached.lock().unwrap_or_else(|p| p.into_inner());
-            cached
-                .get(address)
-                .cloned()
-                .filter(|c| c.fetched.elapsed() < self.ttl && c.connected.load(Ordering::Acquire))
+    pub fn budget(&self) -> Duration {
+        self.limits.budget
+    }
+
+    /// The catalog served at `address` (`HOST:PORT`): from the cache when it is fresh, else
+    /// from the read of it under way, else from a read started now. Every read starts before
+    /// any is waited for, so that a request's catalogs are read side by side. Called on the
+    /// runtime, which runs the read.
+    pub fn get(&self, address: &str) -> Pending {
+        let mut slots = lock(&self.slots);
+        let reading = match slots.get(address) {
+            Some(Slot::Ready(c))
+                if c.fetched.elapsed() < self.ttl && c.connected.load(Ordering::Acquire) =>
+            {
+                return Pending(Found::Ready(c.catalog.clone()));
+            }
+            Some(Slot::Reading(r)) => {
+                tracing::info!(address, "waiting for the read of this catalog under way");
+                r.clone()
+            }
+            _ => self.start(address, &mut slots),
         };
-        if let Some(c) = fresh {
-            return Ok(c.catalog);
-        }
+        Pending(Found::Reading {
+            address: address.to_owned(),
+            budget: self.limits.budget,
+            reading,
+        })
+    }
+
+    /// Starts reading `address` on a task of its own, so that the read finishes (and is
+    /// cached) even when the request that started it has gone.
+    fn start(
+        &self,
+        address: &str,
+        slots: &mut HashMap<String, Slot>,
+    ) -> watch::Receiver<Option<Result<Cached, String>>> {
         tracing::info!(address, "reading the catalog of another server");
-        let fetched = tokio::time::timeout(FETCH_TIMEOUT, fetch(address))
-            .await
-            .map_err(|_| {
-                format!(
-                    "catalog server {address} did not answer within {}s",
-                    FETCH_TIMEOUT.as_secs()
-                )
-            })??;
-        self.cached
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(address.to_owned(), fetched.clone());
-        Ok(fetched.catalog)
+        let (tx, rx) = watch::channel(None);
+        slots.insert(address.to_owned(), Slot::Reading(rx.clone()));
+        let (address, limits, slots) =
+            (address.to_owned(), self.limits.clone(), self.slots.clone());
+        tokio::spawn(async move {
+            let result = tokio::time::timeout(limits.budget, fetch(&address, &limits))
+                .await
+                .unwrap_or_else(|_| Err(out_of_time(&address, limits.budget)));
+            {
+                let mut slots = lock(&slots);
+                match &result {
+                    Ok(c) => slots.insert(address, Slot::Ready(c.clone())),
+                    // The next request tries again; those waiting now share this error.
+                    Err(_) => slots.remove(&address),
+                };
+            }
+            tx.send_replace(Some(result));
+        });
+        rx
+    }
+}
+
+/// A remote catalog as [`RemoteCatalogs::get`] found it.
+pub struct Pending(Found);
+
+enum Found {
+    Ready(Catalog),
+    Reading {
+        address: String,
+        budget: Duration,
+        reading: watch::Receiver<Option<Result<Cached, String>>>,
+    },
+}
+
+impl Pending {
+    /// The catalog, waiting for its read no later than `deadline`. Errors name the address.
+    pub async fn wait(self, deadline: Instant) -> Result<Catalog, String> {
+        let (address, budget, mut reading) = match self.0 {
+            Found::Ready(c) => return Ok(c),
+            Found::Reading {
+                address,
+                budget,
+                reading,
+            } => (address, budget, reading),
+        };
+        let ended = tokio::time::timeout_at(deadline.into(), reading.wait_for(Option::is_some));
+        let result = match ended.await {
+            Err(_) => return Err(out_of_time(&address, budget)),
+            Ok(Ok(result)) => result.clone(),
+            Ok(Err(_)) => None,
+        };
+        match result {
+            Some(Ok(c)) => Ok(c.catalog),
+            Some(Err(e)) => Err(e),
+            // The reading task ended without a result: only a panic does that.
+            None => Err(format!("the read of catalog server {address} failed")),
+        }
     }
 }
 
 /// The error with its causes, as tonic's transport errors say little on their own.
 fn chain(e: &dyn std::error::Error) -> String {
     let mut text = e.to_string();
+    let mut last = text.clone();
     let mut source = e.source();
     while let Some(s) = source {
-        text.push_str(": ");
-        text.push_str(&s.to_string());
+        // Layers that wrap an error often repeat their inner one's words.
+        let said = s.to_string();
+        if said != last {
+            text.push_str(": ");
+            text.push_str(&said);
+        }
+        last = said;
         source = s.source();
     }
     text
 }
 
-async fn fetch(address: &str) -> Result<Cached, String> {
-    let unreachable = |e: &dyn std::error::Error| {
-        format!("catalog server {address} cannot be reached: {}", chain(e))
-    };
-    let failed = |what: &str, e: tonic::Status| {
+/// How much of its byte cap one catalog read has used.
+struct Tally<'a> {
+    address: &'a str,
+    limits: &'a RemoteLimits,
+    held: u64,
+}
+
+impl Tally<'_> {
+    /// Counts a received message; an error once the catalog exceeds its cap.
+    fn add<M: Message>(&mut self, m: &M) -> Result<(), String> {
+        self.held += (m.encoded_len() + std::mem::size_of::<M>()) as u64;
+        if self.held > self.limits.max_catalog_bytes {
+            return Err(format!(
+                "catalog server {} sent more than the {} bytes allowed for one catalog \
+                 (--resolution-max-catalog-bytes)",
+                self.address, self.limits.max_catalog_bytes
+            ));
+        }
+        Ok(())
+    }
+
+    fn failed(&self, what: &str, e: tonic::Status) -> String {
+        if e.code() == tonic::Code::OutOfRange {
+            // What tonic's decoder says of a message over max_decoding_message_size.
+            return format!(
+                "catalog server {} sent a {what} message larger than the {} bytes allowed \
+                 (--resolution-max-catalog-message)",
+                self.address, self.limits.max_message_bytes
+            );
+        }
         format!(
-            "catalog server {address} failed {what}: {} ({:?})",
+            "catalog server {} failed {what}: {} ({:?})",
+            self.address,
             e.message(),
             e.code()
         )
+    }
+}
+
+async fn fetch(address: &str, limits: &RemoteLimits) -> Result<Cached, String> {
+    let unreachable = |e: &dyn std::error::Error| {
+        format!("catalog server {address} cannot be reached: {}", chain(e))
     };
     let endpoint = Endpoint::from_shared(format!("http://{address}"))
         .map_err(|e| format!("catalog address {address:?} is invalid: {e}"))?
-        .connect_timeout(Duration::from_secs(10));
+        .connect_timeout(CONNECT_TIMEOUT);
     let channel = endpoint.connect().await.map_err(|e| unreachable(&e))?;
-    let mut client = RegistryClient::new(channel.clone()).max_decoding_message_size(usize::MAX);
+    let mut client =
+        RegistryClient::new(channel.clone()).max_decoding_message_size(limits.max_message_bytes);
     let connected = Arc::new(AtomicBool::new(true));
     watch_connection(channel.clone(), connected.clone());
 
+    let mut tally = Tally {
+        address,
+        limits,
+        held: 0,
+    };
     let mut names = client
         .list_packages(ListPackageRequest {})
         .await
-        .map_err(|e| failed("ListPackages", e))?
+        .map_err(|e| tally.failed("ListPackages", e))?
         .into_inner();
     let mut packages = Vec::new();
     while let Some(p) = names
         .message()
         .await
-        .map_err(|e| failed("ListPackages", e))?
+        .map_err(|e| tally.failed("ListPackages", e))?
     {
-        packages.push(
-            client
-                .get_package(GetPackageRequest { name: p.name })
-                .await
-                .map_err(|e| failed("GetPackage", e))?
-                .into_inner(),
-        );
+        tally.add(&p)?;
+        let package = client
+            .get_package(GetPackageRequest { name: p.name })
+            .await
+            .map_err(|e| tally.failed("GetPackage", e))?
+            .into_inner();
+        tally.add(&package)?;
+        packages.push(package);
     }
     let mut stream = client
         .list_bundles(ListBundlesRequest {})
         .await
-        .map_err(|e| failed("ListBundles", e))?
+        .map_err(|e| tally.failed("ListBundles", e))?
         .into_inner();
     let mut bundles = Vec::new();
     while let Some(b) = stream
         .message()
         .await
-        .map_err(|e| failed("ListBundles", e))?
+        .map_err(|e| tally.failed("ListBundles", e))?
     {
+        tally.add(&b)?;
         bundles.push(b);
     }
+    // Converting a catalog of hundreds of MiB is CPU work: off the runtime's workers.
+    let content = tokio::task::spawn_blocking(move || from_api(packages, bundles))
+        .await
+        .map_err(|e| format!("reading catalog server {address} failed: {e}"))?;
     Ok(Cached {
         catalog: Catalog::new(
-            Arc::new(from_api(packages, bundles)),
+            Arc::new(content),
             Some(Arc::new(RemoteManifests {
                 address: address.to_owned(),
                 client,
+                budget: limits.budget,
                 runtime: tokio::runtime::Handle::current(),
             })),
         ),
@@ -333,6 +509,7 @@ fn watch_connection(channel: Channel, connected: Arc<AtomicBool>) {
 struct RemoteManifests {
     address: String,
     client: RegistryClient<Channel>,
+    budget: Duration,
     runtime: tokio::runtime::Handle,
 }
 
@@ -345,15 +522,15 @@ impl ManifestSource for RemoteManifests {
             channel_name: channel.to_owned(),
             csv_name: bundle.to_owned(),
         };
-        self.runtime
-            .block_on(async move { client.get_bundle(request).await })
-            .map(|r| objects_of(r.into_inner()))
-            .map_err(|e| {
-                format!(
-                    "catalog server {} failed GetBundle: {}",
-                    self.address,
-                    e.message()
-                )
-            })
+        let call = async { tokio::time::timeout(self.budget, client.get_bundle(request)).await };
+        match self.runtime.block_on(call) {
+            Err(_) => Err(out_of_time(&self.address, self.budget)),
+            Ok(Err(e)) => Err(format!(
+                "catalog server {} failed GetBundle: {}",
+                self.address,
+                e.message()
+            )),
+            Ok(Ok(r)) => Ok(objects_of(r.into_inner())),
+        }
     }
 }

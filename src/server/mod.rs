@@ -16,7 +16,9 @@ mod limits;
 mod registry;
 mod resolution;
 
+pub use catalogs::RemoteLimits;
 pub use limits::Limits;
+pub use resolution::ResolutionOptions;
 
 use crate::api::resolution::server::resolution_server::ResolutionServer;
 use crate::api::server::experimental_registry_server::ExperimentalRegistryServer;
@@ -38,15 +40,15 @@ const KEEPALIVE_TIMEOUT: Duration = Duration::from_secs(20);
 const MAX_HEADER_LIST_BYTES: u32 = 64 << 10;
 
 /// Serves on `listener` the catalog that `load` opens (on a blocking thread) until
-/// `shutdown` resolves (see `shutdown_signal`), every client within `limits`. `catalog_ttl` bounds how long the
-/// resolution service keeps another server's catalog. An error means the catalog could not
-/// be loaded.
+/// `shutdown` resolves (see `shutdown_signal`), every client within `limits`; `resolution`
+/// says which other catalog servers the resolution service may read and how. An error means
+/// the catalog could not be loaded.
 pub async fn run<L>(
     listener: TcpListener,
     load: L,
     shutdown: impl std::future::Future<Output = ()>,
     grace: Duration,
-    catalog_ttl: Duration,
+    resolution: ResolutionOptions,
     limits: Limits,
 ) -> Result<(), CacheError>
 where
@@ -92,12 +94,8 @@ where
             .max_decoding_message_size(max_request),
         )
         .add_service(
-            ResolutionServer::new(resolution::ResolutionService {
-                catalog,
-                remote: Arc::new(catalogs::RemoteCatalogs::new(catalog_ttl)),
-                local: tokio::sync::Mutex::new(None),
-            })
-            .max_decoding_message_size(max_request),
+            ResolutionServer::new(resolution::ResolutionService::new(catalog, resolution))
+                .max_decoding_message_size(max_request),
         )
         .add_service(HealthServer::new(health))
         .add_service(reflection_v1)

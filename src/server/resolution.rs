@@ -1,14 +1,18 @@
 //! `olmregistry.resolution.v1.Resolution`: the `resolve` command as a service. Catalogs are
 //! this server's own (an empty address) or other catalog servers; a bad request is
 //! INVALID_ARGUMENT naming the field, and a catalog that cannot be read fails only the
-//! subscriptions and requests that need it. Deadlines are enforced by the transport (the
-//! call is dropped when the caller's `grpc-timeout` runs out).
+//! subscriptions and requests that need it. A request waits for its catalogs no longer
+//! than the time budget (a caller's shorter `grpc-timeout` drops the call sooner). Only the
+//! addresses the operator allowed may be named: the server connects wherever a request
+//! points it, and inside a cluster that must not be anywhere.
+use std::collections::HashSet;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use tonic::{Request, Response, Status};
 
 use super::catalog::Catalog;
-use super::catalogs::{RemoteCatalogs, from_store};
+use super::catalogs::{RemoteCatalogs, RemoteLimits, from_store};
 use crate::api::resolution::server::resolution_server::Resolution;
 use crate::api::resolution::{
     self as pb, ResolveRequest, ResolveResponse, UpgradeConstraintPolicy, UpgradeStrategy,
@@ -16,12 +20,22 @@ use crate::api::resolution::{
 use crate::resolve::service::{self, Loaded, Outcome, request as model};
 use crate::store::Store;
 
+/// How the resolution service reads other catalog servers.
+pub struct ResolutionOptions {
+    /// How long another server's catalog is kept before it is read again.
+    pub catalog_ttl: Duration,
+    pub limits: RemoteLimits,
+    /// The addresses (`HOST:PORT`, as written in requests) that requests may name.
+    pub allowed: HashSet<String>,
+}
+
 pub struct ResolutionService {
-    pub catalog: Catalog,
-    pub remote: Arc<RemoteCatalogs>,
+    catalog: Catalog,
+    remote: Arc<RemoteCatalogs>,
+    allowed: HashSet<String>,
     /// This server's catalog in the resolver's model (with its classic preparation, made on
     /// first use), built once per loaded index.
-    pub local: tokio::sync::Mutex<Option<(Arc<Store>, service::Catalog)>>,
+    local: tokio::sync::Mutex<Option<(Arc<Store>, service::Catalog)>>,
 }
 
 #[tonic::async_trait]
@@ -32,12 +46,24 @@ impl Resolution for ResolutionService {
     ) -> Result<Response<ResolveResponse>, Status> {
         let request = to_model(req.into_inner()).map_err(Status::invalid_argument)?;
         request.validate().map_err(Status::invalid_argument)?;
-        let mut loaded: Vec<Loaded> = Vec::with_capacity(request.catalogs.len());
-        for c in &request.catalogs {
-            loaded.push(match c.address.as_deref() {
-                _ if !request.resolves_from(c) => service::not_loaded(),
-                None => Ok(self.local().await?),
-                Some(address) => self.remote.get(address).await,
+        self.check_allowed(&request)?;
+        let deadline = Instant::now() + self.remote.budget();
+        // Every remote read starts before any is waited for; catalogs the request's namespace
+        // cannot see are not read at all.
+        let pending: Vec<_> = request
+            .catalogs
+            .iter()
+            .map(|c| match c.address.as_deref() {
+                _ if !request.resolves_from(c) => None,
+                address => Some(address.map(|a| self.remote.get(a))),
+            })
+            .collect();
+        let mut loaded: Vec<Loaded> = Vec::with_capacity(pending.len());
+        for p in pending {
+            loaded.push(match p {
+                None => service::not_loaded(),
+                Some(None) => Ok(self.local().await?),
+                Some(Some(remote)) => remote.wait(deadline).await,
             });
         }
         let outcome = tokio::task::spawn_blocking(move || service::resolve(&request, &loaded))
@@ -49,6 +75,31 @@ impl Resolution for ResolutionService {
 }
 
 impl ResolutionService {
+    pub fn new(catalog: Catalog, options: ResolutionOptions) -> ResolutionService {
+        ResolutionService {
+            catalog,
+            remote: Arc::new(RemoteCatalogs::new(options.catalog_ttl, options.limits)),
+            allowed: options.allowed,
+            local: tokio::sync::Mutex::new(None),
+        }
+    }
+
+    /// PERMISSION_DENIED rather than INVALID_ARGUMENT: the request is well formed, and it is
+    /// this server's policy, not the caller's mistake, that keeps it from being served.
+    fn check_allowed(&self, request: &model::Request) -> Result<(), Status> {
+        for (i, c) in request.catalogs.iter().enumerate() {
+            if let Some(address) = c.address.as_deref()
+                && !self.allowed.contains(address)
+            {
+                return Err(Status::permission_denied(format!(
+                    "catalogs[{i}].address: {address} is not allowed; this server reads only \
+                     its own catalog and the addresses given with --resolution-allowed-catalogs"
+                )));
+            }
+        }
+        Ok(())
+    }
+
     async fn local(&self) -> Result<service::Catalog, Status> {
         let store = self.catalog.store().await?;
         let mut cached = self.local.lock().await;

@@ -151,7 +151,16 @@ impl Server {
 
     /// Waits until the log has a line containing `needle` (checked every 20 ms).
     pub async fn wait_for_log(&self, needle: &str) {
-        while !self.log.lock().unwrap().iter().any(|l| l.contains(needle)) {
+        self.wait_for_log_lines(needle, 1).await;
+    }
+
+    /// Waits until the log has `count` lines containing `needle`.
+    pub async fn wait_for_log_lines(&self, needle: &str, count: usize) {
+        let seen = || {
+            let log = self.log.lock().unwrap();
+            log.iter().filter(|l| l.contains(needle)).count()
+        };
+        while seen() < count {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
     }
