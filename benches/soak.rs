@@ -112,7 +112,7 @@ async fn keys(client: &mut Client) -> Keys {
 #[allow(deprecated)] // GetBundleForChannel is deprecated upstream, and still served.
 async fn call(client: &mut Client, keys: &Keys, n: usize) -> Result<bool, tonic::Status> {
     let pick = |len: usize| (n.wrapping_mul(2654435761)) % len.max(1);
-    if n % 20 == 0 {
+    if n.is_multiple_of(20) {
         let mut s = client
             .list_bundles(ListBundlesRequest {})
             .await?

@@ -2,6 +2,7 @@
 //! loading them all.
 use super::decode::{LoadError, parse_documents};
 pub use super::file::CatalogFile;
+use super::property;
 use super::types::{DeclarativeConfig, Document};
 use ignore::Match;
 use ignore::gitignore::{Gitignore, GitignoreBuilder};
@@ -13,7 +14,40 @@ use std::sync::mpsc;
 
 const IGNORE_FILE: &str = ".indexignore";
 
-type FileResult = Result<Vec<Document>, Vec<LoadError>>;
+/// One catalog file, read and decoded.
+pub struct ReadFile {
+    pub bytes: u64,
+    /// The documents in file order, each bundle with its `olm.bundle.object` manifests
+    /// decoded (see [`property::bundle_objects`]), other documents with none.
+    pub documents: Vec<(Document, Vec<String>)>,
+}
+
+/// Reads and decodes one catalog file, bundle manifests included: every command that reads a
+/// catalog reads it here, so that they all accept and refuse the same catalogs.
+pub fn read_file(file: &CatalogFile) -> Result<ReadFile, Vec<LoadError>> {
+    let data = file.read().map_err(|e| vec![e])?;
+    let mut errors = Vec::new();
+    let documents = parse_documents(&file.rel, &data)?
+        .into_iter()
+        .filter_map(|doc| {
+            let objects = match &doc {
+                Document::Bundle(b) => property::bundle_objects(b)
+                    .map_err(|e| errors.push(e))
+                    .ok()?,
+                _ => Vec::new(),
+            };
+            Some((doc, objects))
+        })
+        .collect();
+    if errors.is_empty() {
+        Ok(ReadFile {
+            bytes: data.len() as u64,
+            documents,
+        })
+    } else {
+        Err(errors)
+    }
+}
 
 /// The catalog files under `root` in walk order: recursive, entries of each directory in
 /// byte order, nothing skipped but directories, `.indexignore` files and what they exclude.
@@ -64,12 +98,9 @@ pub fn load_dir(root: &Path) -> Result<DeclarativeConfig, Vec<LoadError>> {
     let files = catalog_files(root)?;
     let mut dc = DeclarativeConfig::default();
     let mut errors = Vec::new();
-    let read = |file: &CatalogFile| -> FileResult {
-        parse_documents(&file.rel, &file.read().map_err(|e| vec![e])?)
-    };
-    read_in_order(&files, read, |result| {
+    read_in_order(&files, read_file, |result| {
         match result {
-            Ok(docs) => docs.into_iter().for_each(|d| dc.push(d)),
+            Ok(file) => file.documents.into_iter().for_each(|(d, _)| dc.push(d)),
             Err(e) => errors.extend(e),
         }
         Ok::<_, std::convert::Infallible>(())

@@ -8,10 +8,10 @@
 use super::encode::{encode_edges, encode_objects, encode_tail};
 use super::schema;
 use crate::api;
-use crate::catalog::decode::{LoadError, describe_load_errors, parse_documents};
+use crate::catalog::decode::{LoadError, describe_load_errors};
 use crate::catalog::model::{Model, ModelPackage, ValidationError};
 use crate::catalog::property::{self, Typed};
-use crate::catalog::walk::{CatalogFile, read_in_order};
+use crate::catalog::walk::{CatalogFile, read_file, read_in_order};
 use crate::catalog::{self, Bundle, DeclarativeConfig, Document, Meta};
 use prost::Message;
 use rusqlite::{Connection, params};
@@ -174,74 +174,28 @@ fn load(
     Ok(summary)
 }
 
+/// A file as the writer takes it: each bundle's manifests split off its properties.
 fn parse_file(file: &CatalogFile) -> FileResult {
-    let data = file.read().map_err(|e| vec![e])?;
-    let docs = parse_documents(&file.rel, &data)?;
-    let mut errors = Vec::new();
-    let parsed = docs
+    let read = read_file(file)?;
+    let parsed = read
+        .documents
         .into_iter()
-        .filter_map(|doc| match doc {
-            Document::Bundle(b) => match split_manifests(b) {
-                Ok(b) => Some(Parsed::Bundle(b)),
-                Err(e) => {
-                    errors.push(e);
-                    None
-                }
-            },
-            other => Some(Parsed::Other(other)),
+        .map(|(doc, objects)| match doc {
+            Document::Bundle(mut light) => {
+                light
+                    .properties
+                    .retain(|p| p.kind != property::BUNDLE_OBJECT);
+                light.external_objects = objects.len();
+                Parsed::Bundle(ParsedBundle {
+                    light,
+                    csv_index: objects.iter().position(|json| is_csv(json)),
+                    objects,
+                })
+            }
+            other => Parsed::Other(other),
         })
         .collect();
-    if errors.is_empty() {
-        Ok((data.len() as u64, parsed))
-    } else {
-        Err(errors)
-    }
-}
-
-/// Decodes a bundle's `olm.bundle.object`s and takes them out of its properties.
-fn split_manifests(mut bundle: Bundle) -> Result<ParsedBundle, LoadError> {
-    let mut objects = Vec::new();
-    let mut csv_index = None;
-    let mut failure = None;
-    bundle.properties.retain(|p| {
-        if p.kind != property::BUNDLE_OBJECT || failure.is_some() {
-            return true;
-        }
-        match property::parse(p).and_then(|typed| match typed {
-            Typed::BundleObject { data } => property::decode_bundle_object(&data),
-            _ => Err("not a bundle object".to_owned()),
-        }) {
-            Ok(json) => {
-                if csv_index.is_none() && is_csv(&json) {
-                    csv_index = Some(objects.len());
-                }
-                objects.push(json);
-                false
-            }
-            Err(e) => {
-                failure = Some(e);
-                true
-            }
-        }
-    });
-    if let Some(e) = failure {
-        return Err(LoadError {
-            file: bundle.origin.file.to_string(),
-            line: bundle.origin.line,
-            message: format!(
-                "package {:?} bundle {:?}: property {:?}: {e}",
-                bundle.package,
-                bundle.name,
-                property::BUNDLE_OBJECT
-            ),
-        });
-    }
-    bundle.external_objects = objects.len();
-    Ok(ParsedBundle {
-        light: bundle,
-        objects,
-        csv_index,
-    })
+    Ok((read.bytes, parsed))
 }
 
 fn is_csv(json: &str) -> bool {

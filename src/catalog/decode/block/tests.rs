@@ -372,7 +372,9 @@ fn agrees_with_libyaml_on_generated_documents() {
 /// `levels` nested collections: block mappings, compact block sequences, or flow sequences.
 fn nested(kind: &str, levels: usize) -> String {
     match kind {
-        "block" => (0..levels).map(|i| format!("{}k:\n", " ".repeat(i))).collect(),
+        "block" => (0..levels)
+            .map(|i| format!("{}k:\n", " ".repeat(i)))
+            .collect(),
         "compact" => format!("v:\n{}x\n", "- ".repeat(levels - 1)),
         _ => format!("v: {}{}\n", "[".repeat(levels - 1), "]".repeat(levels - 1)),
     }
@@ -403,7 +405,8 @@ fn nesting_is_read_to_the_limit_and_refused_past_it_with_its_line() {
         let past = nested(kind, MAX_DEPTH + 1);
         let e = libyaml(past.as_bytes()).expect_err("libyaml refuses it too");
         assert!(
-            e.to_string().contains(": nesting deeper than 100 levels at line "),
+            e.to_string()
+                .contains(": nesting deeper than 100 levels at line "),
             "{kind}: {e}"
         );
     }
