@@ -43,7 +43,11 @@ impl std::error::Error for IngestError {}
 
 impl From<rusqlite::Error> for IngestError {
     fn from(e: rusqlite::Error) -> Self {
-        IngestError::Storage(e.to_string())
+        if e.sqlite_error_code() == Some(rusqlite::ErrorCode::DiskFull) {
+            IngestError::Storage(format!("disk full ({e})"))
+        } else {
+            IngestError::Storage(e.to_string())
+        }
     }
 }
 
@@ -87,7 +91,7 @@ pub fn build_index(catalog: &Path, target: &Path, digest: &str) -> Result<Summar
         .suffix(PARTIAL_SUFFIX)
         .tempfile_in(dir)
         .map_err(|e| IngestError::Storage(format!("{}: {e}", dir.display())))?;
-    let mut summary = {
+    let written = || -> Result<Summary, IngestError> {
         let mut conn = Connection::open(tmp.path())?;
         conn.execute_batch(
             "PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF; PRAGMA page_size = 8192;
@@ -99,8 +103,13 @@ pub fn build_index(catalog: &Path, target: &Path, digest: &str) -> Result<Summar
         schema::migrate(&tx, schema::CURRENT_VERSION)?;
         tx.commit()?;
         conn.close().map_err(|(_, e)| IngestError::from(e))?;
-        summary
+        Ok(summary)
     };
+    // Name where the index was being written: a full disk is that directory's.
+    let mut summary = written().map_err(|e| match e {
+        IngestError::Storage(e) => IngestError::Storage(format!("{}: {e}", dir.display())),
+        other => other,
+    })?;
     tmp.persist(target)
         .map_err(|e| IngestError::Storage(format!("{}: {}", target.display(), e.error)))?;
     summary.elapsed = started.elapsed();
