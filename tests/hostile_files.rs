@@ -209,6 +209,14 @@ fn deep_nesting_is_refused_cleanly() {
             ),
         );
 
+        // One level per line (libyaml alone would take minutes over this).
+        let lines = "[\n".repeat(levels - 1) + &"]".repeat(levels - 1);
+        let dir = catalog_with("c.yaml", &format!("schema: x\nv: [\n{lines}]\n"));
+        assert_refused_everywhere(
+            dir.path(),
+            &one_error("c.yaml:101: invalid YAML: nesting deeper than 100 levels"),
+        );
+
         // Compact block sequences: `- - - x`.
         let block = format!("schema: x\nv:\n{}x\n", "- ".repeat(levels));
         let dir = catalog_with("c.yaml", &block);

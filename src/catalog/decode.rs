@@ -23,6 +23,7 @@ use std::fmt;
 use std::sync::Arc;
 
 mod block;
+mod depth;
 mod lift;
 
 use block::GaveUp;
@@ -271,6 +272,9 @@ fn yaml_document(doc: &[u8], first_line: usize) -> Raw {
         }
         Err(GaveUp::Unknown) => {}
     }
+    if let Some(at) = depth::too_deep_line(doc) {
+        return Err((first_line + at, format!("invalid YAML: {}", too_deep())));
+    }
     // A document for libyaml: its long base64 scalars are kept away from it when possible.
     let lifted = lift::lift(doc).and_then(|lifted| {
         let mut value = libyaml(&lifted.text).ok()?;
@@ -289,6 +293,7 @@ fn parse_yaml(doc: &[u8]) -> Result<Value, String> {
     match block::parse(doc) {
         Ok(value) => Ok(value),
         Err(GaveUp::TooDeep(_)) => Err(too_deep()),
+        Err(GaveUp::Unknown) if depth::too_deep_line(doc).is_some() => Err(too_deep()),
         Err(GaveUp::Unknown) => libyaml(doc).map_err(|e| yaml_message(&e)),
     }
 }
@@ -768,6 +773,22 @@ mod tests {
         }
         assert_eq!(
             errors("c.yaml", &format!("schema: x\nv: {}\n", deep(100_000))),
+            ["c.yaml:2: invalid YAML: nesting deeper than 100 levels"]
+        );
+        // One level per line: libyaml's events stop it at the line of level 101.
+        let lines = format!(
+            "schema: x\nv: [\n{}{}]\n",
+            "[\n".repeat(100_000),
+            "]".repeat(100_000)
+        );
+        assert_eq!(
+            errors("c.yaml", &lines),
+            ["c.yaml:101: invalid YAML: nesting deeper than 100 levels"]
+        );
+        // An alias adds the depth of what it names (reported where that is written).
+        let alias = format!("schema: x\na: &a {}\nb: [*a]\n", deep(MAX_DEPTH - 1));
+        assert_eq!(
+            errors("c.yaml", &alias),
             ["c.yaml:2: invalid YAML: nesting deeper than 100 levels"]
         );
     }
