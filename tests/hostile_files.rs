@@ -3,8 +3,7 @@
 //! never crash, hang or read outside the catalog.
 mod common;
 
-use common::{BIN, Server, collect, files_below, write};
-use olm_registry::api::ListPackageRequest;
+use common::{BIN, Server, files_below, package_names, write};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -147,20 +146,7 @@ async fn a_configmap_volume_loads_and_serves() {
     assert_eq!(r.stdout.matches(r#""schema": "olm.bundle""#).count(), 1);
 
     let server = Server::serving(dir.path(), &[]).await;
-    let names: Vec<String> = collect(
-        server
-            .client()
-            .await
-            .list_packages(ListPackageRequest {})
-            .await
-            .unwrap()
-            .into_inner(),
-    )
-    .await
-    .into_iter()
-    .map(|p| p.name)
-    .collect();
-    assert_eq!(names, ["p"]);
+    assert_eq!(package_names(&mut server.client().await).await, ["p"]);
 }
 
 #[test]
@@ -283,17 +269,7 @@ async fn a_file_name_that_is_not_utf8_loads_everywhere() {
     assert_eq!(r.code, Some(0), "{}", r.stderr);
     assert_eq!(r.stdout.matches(r#""schema": "olm.bundle""#).count(), 1);
     let server = Server::serving(dir.path(), &[]).await;
-    let packages = collect(
-        server
-            .client()
-            .await
-            .list_packages(ListPackageRequest {})
-            .await
-            .unwrap()
-            .into_inner(),
-    )
-    .await;
-    assert_eq!(packages.len(), 1);
+    assert_eq!(package_names(&mut server.client().await).await, ["p"]);
 
     // Its errors name it, with U+FFFD for the byte that is not UTF-8.
     std::fs::write(dir.path().join(name), "{\"name\":\"x\"}").unwrap();

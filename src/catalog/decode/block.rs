@@ -726,47 +726,47 @@ impl Flow<'_> {
     }
 
     fn sequence(&mut self) -> Option<Value> {
-        self.pos += 1;
         let mut items = Vec::new();
-        self.skip_spaces();
-        if self.peek()? == b']' {
-            self.pos += 1;
-            return Some(Value::Array(items));
-        }
-        loop {
-            items.push(self.node()?);
-            if self.separator(b']')? {
-                return Some(Value::Array(items));
-            }
-        }
+        self.entries(b']', |flow| {
+            items.push(flow.node()?);
+            Some(())
+        })?;
+        Some(Value::Array(items))
     }
 
     fn mapping(&mut self) -> Option<Value> {
-        self.pos += 1;
         let mut map = Map::new();
-        self.skip_spaces();
-        if self.peek()? == b'}' {
-            self.pos += 1;
-            return Some(Value::Object(map));
-        }
-        loop {
-            let Value::String(key) = self.scalar()? else {
+        self.entries(b'}', |flow| {
+            let Value::String(key) = flow.scalar()? else {
                 return None;
             };
-            self.skip_spaces();
-            if self.peek()? != b':' {
+            flow.skip_spaces();
+            if flow.peek()? != b':' {
                 return None;
             }
+            flow.pos += 1;
+            if flow.peek()? != b' ' {
+                return None;
+            }
+            let value = flow.node()?;
+            map.insert(key, value).is_none().then_some(())
+        })?;
+        Some(Value::Object(map))
+    }
+
+    /// Reads the entries of the collection opening here, one `entry` at a time, through its
+    /// `close`.
+    fn entries(&mut self, close: u8, mut entry: impl FnMut(&mut Self) -> Option<()>) -> Option<()> {
+        self.pos += 1;
+        self.skip_spaces();
+        if self.peek()? == close {
             self.pos += 1;
-            if self.peek()? != b' ' {
-                return None;
-            }
-            let value = self.node()?;
-            if map.insert(key, value).is_some() {
-                return None;
-            }
-            if self.separator(b'}')? {
-                return Some(Value::Object(map));
+            return Some(());
+        }
+        loop {
+            entry(self)?;
+            if self.separator(close)? {
+                return Some(());
             }
         }
     }
