@@ -392,3 +392,19 @@ fn a_full_disk_ends_the_ingest_with_one_error_and_keeps_the_cached_index() {
     );
     assert_eq!(files_below(cache), ["olm-registry.v1/index.db"]);
 }
+
+#[tokio::test]
+async fn deeply_nested_directories_load_everywhere() {
+    // 2,000 levels: as deep as a path can go, and far deeper than a thread's stack would
+    // allow a recursive walk on the server's loading thread.
+    let dir = tempfile::tempdir().unwrap();
+    let deep = dir.path().join("a/".repeat(2_000));
+    write(&deep.join("catalog.json"), &valid_catalog());
+    let v = run_bounded(&[os("validate"), dir.path().as_os_str()]);
+    assert_eq!((v.code, v.stderr.as_str()), (Some(0), ""));
+    let r = run_bounded(&[os("render"), dir.path().as_os_str()]);
+    assert_eq!((r.code, r.stderr.as_str()), (Some(0), ""));
+    assert_eq!(r.stdout.matches(r#""schema": "olm.bundle""#).count(), 1);
+    let server = Server::serving(dir.path(), &[]).await;
+    assert_eq!(package_names(&mut server.client().await).await, ["p"]);
+}

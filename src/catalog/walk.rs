@@ -7,6 +7,7 @@ use super::types::{DeclarativeConfig, Document};
 use ignore::Match;
 use ignore::gitignore::{Gitignore, GitignoreBuilder};
 use std::collections::{BTreeMap, HashSet};
+use std::ffi::OsString;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -154,6 +155,22 @@ pub fn read_in_order<T: Send, E>(
     })
 }
 
+/// A directory being walked: its entries not yet taken.
+struct OpenDir {
+    /// Canonical.
+    dir: PathBuf,
+    rel: String,
+    entries: std::vec::IntoIter<(OsString, fs::FileType)>,
+}
+
+fn error(file: &str, message: String) -> LoadError {
+    LoadError {
+        file: file.to_owned(),
+        line: 0,
+        message,
+    }
+}
+
 /// What a walk found.
 struct Tree {
     /// Canonical root.
@@ -181,7 +198,7 @@ impl Tree {
             walked: HashSet::from([root.clone()]),
             errors: Vec::new(),
         };
-        tree.dir(&root, "", &mut vec![(root.clone(), String::new())]);
+        tree.dirs(root);
         if tree.errors.is_empty() {
             Ok(tree)
         } else {
@@ -189,30 +206,20 @@ impl Tree {
         }
     }
 
-    /// Walks `dir` (canonical), whose path from the root is `rel` (empty or ending in `/`);
-    /// `stack` holds the directories being walked, each with its `rel`.
-    fn dir(&mut self, dir: &Path, rel: &str, stack: &mut Vec<(PathBuf, String)>) {
-        let error = |file: &str, message: String| LoadError {
-            file: file.to_owned(),
-            line: 0,
-            message,
-        };
-        let read_error =
-            |e: std::io::Error| error(rel.trim_end_matches('/'), format!("read directory: {e}"));
-        let entries = fs::read_dir(dir).and_then(|entries| {
-            entries
-                .map(|entry| entry.and_then(|e| Ok((e.file_name(), e.file_type()?))))
-                .collect::<Result<Vec<_>, _>>()
-        });
-        let mut entries = match entries {
-            Ok(entries) => entries,
-            Err(e) => return self.errors.push(read_error(e)),
-        };
-        entries.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-        for (name, kind) in entries {
+    /// Walks the tree depth first, each directory's entries in byte order, with a stack of
+    /// its own rather than the thread's: directories can nest thousands deep.
+    fn dirs(&mut self, root: PathBuf) {
+        let mut stack = vec![self.open_dir(root, String::new())];
+        while let Some(top) = stack.last_mut() {
+            let Some((name, kind)) = top.entries.next() else {
+                stack.pop();
+                continue;
+            };
+            let (dir, rel) = (&top.dir, &top.rel);
             let path = format!("{rel}{}", name.to_string_lossy());
             let mut real = dir.join(&name);
-            let is_dir = if kind.is_symlink() {
+            let link = kind.is_symlink();
+            let is_dir = if link {
                 match self.resolve(&real) {
                     Ok((target, is_dir)) => {
                         real = target;
@@ -226,36 +233,55 @@ impl Tree {
             } else {
                 kind.is_dir()
             };
-            if is_dir {
-                if let Some((_, outer)) = stack.iter().find(|(d, _)| *d == real) {
-                    let outer = if outer.is_empty() {
-                        "."
-                    } else {
-                        outer.trim_end_matches('/')
-                    };
-                    self.errors.push(error(
-                        &path,
-                        format!(
-                            "symbolic link loop: it leads back to {outer:?}, which contains it"
-                        ),
-                    ));
-                } else if self.walked.insert(real.clone()) {
-                    let rel = format!("{path}/");
-                    stack.push((real.clone(), rel.clone()));
-                    self.dir(&real, &rel, stack);
-                    stack.pop();
+            if !is_dir {
+                let file = CatalogFile {
+                    rel: path,
+                    path: real,
+                };
+                if name == IGNORE_FILE {
+                    self.ignore_files.push(file);
+                } else {
+                    self.files.push(file);
                 }
                 continue;
             }
-            let file = CatalogFile {
-                rel: path,
-                path: real,
-            };
-            if name == IGNORE_FILE {
-                self.ignore_files.push(file);
-            } else {
-                self.files.push(file);
+            // Only a link can lead back into a directory being walked.
+            let outer = link
+                .then(|| stack.iter().find(|open| open.dir == real))
+                .flatten();
+            if let Some(outer) = outer {
+                let outer = match outer.rel.trim_end_matches('/') {
+                    "" => ".",
+                    rel => rel,
+                };
+                self.errors.push(error(
+                    &path,
+                    format!("symbolic link loop: it leads back to {outer:?}, which contains it"),
+                ));
+            } else if self.walked.insert(real.clone()) {
+                let open = self.open_dir(real, format!("{path}/"));
+                stack.push(open);
             }
+        }
+    }
+
+    /// Lists `dir` (canonical), whose path from the root is `rel` (empty or ending in `/`).
+    fn open_dir(&mut self, dir: PathBuf, rel: String) -> OpenDir {
+        let entries = fs::read_dir(&dir).and_then(|entries| {
+            entries
+                .map(|entry| entry.and_then(|e| Ok((e.file_name(), e.file_type()?))))
+                .collect::<Result<Vec<_>, _>>()
+        });
+        let mut entries = entries.unwrap_or_else(|e| {
+            let message = format!("read directory: {e}");
+            self.errors.push(error(rel.trim_end_matches('/'), message));
+            Vec::new()
+        });
+        entries.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        OpenDir {
+            dir,
+            rel,
+            entries: entries.into_iter(),
         }
     }
 
