@@ -33,20 +33,8 @@ async fn not_serving_until_loaded_and_calls_wait_for_the_catalog() {
     // waits for the pull until then.
     let reg = TestRegistry::plain();
     let cache = tempfile::tempdir().unwrap();
-    let tag = format!("{}/catalogs/example:v1", reg.addr);
     let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/catalog");
-    let (code, _, stderr) = common::run(&[
-        "build",
-        "catalog",
-        example.to_str().unwrap(),
-        "--tag",
-        &tag,
-        "--insecure-registry",
-        &reg.addr,
-        "--image-cache-dir",
-        cache.path().join("push").to_str().unwrap(),
-    ]);
-    assert_eq!(code, 0, "{stderr}");
+    reg.push_catalog(&example, "catalogs/example:v1", &cache.path().join("push"));
     let gate = proxy::GateProxy::start(&reg.addr);
     let image = format!("{}/catalogs/example:v1", gate.addr);
     let pull_cache = cache.path().join("pull");
