@@ -3,7 +3,7 @@
 #![allow(deprecated)] // GetBundleForChannel is deprecated upstream, and still served.
 mod common;
 
-use common::{Server, collect, list_order_key, shared_testdata};
+use common::{Server, collect, list_order_key, package_names, shared_testdata};
 use olm_registry::api::*;
 use sha2::{Digest, Sha256};
 use tonic::Code;
@@ -155,16 +155,7 @@ async fn dataset_m_manifests() {
     let mut c = server.client().await;
 
     // M1
-    let mut names: Vec<_> = collect(
-        c.list_packages(ListPackageRequest {})
-            .await
-            .unwrap()
-            .into_inner(),
-    )
-    .await
-    .into_iter()
-    .map(|p| p.name)
-    .collect();
+    let mut names = package_names(&mut c).await;
     names.sort();
     assert_eq!(names, ["etcd", "prometheus", "strimzi-kafka-operator"]);
 
@@ -518,16 +509,7 @@ async fn dataset_d_deprecations() {
     let server = Server::serving(&catalog, &[]).await;
     let mut c = server.client().await;
 
-    let names: Vec<_> = collect(
-        c.list_packages(ListPackageRequest {})
-            .await
-            .unwrap()
-            .into_inner(),
-    )
-    .await
-    .into_iter()
-    .map(|p| p.name)
-    .collect();
+    let names = package_names(&mut c).await;
     assert_eq!(names, ["cockroachdb"]);
 
     let p = c

@@ -729,19 +729,7 @@ fn a_connection_cut_mid_blob_is_retried_and_never_cached_half() {
     let work = tempfile::tempdir().unwrap();
     big_catalog(&work.path().join("catalog"));
     let example = work.path().join("catalog");
-    let tag = format!("{}/big/catalog:v1", reg.addr);
-    let (code, _, stderr) = run(&[
-        "build",
-        "catalog",
-        example.to_str().unwrap(),
-        "--tag",
-        &tag,
-        "--insecure-registry",
-        &reg.addr,
-        "--image-cache-dir",
-        work.path().join("push-cache").to_str().unwrap(),
-    ]);
-    assert_eq!(code, 0, "{stderr}");
+    reg.push_catalog(&example, "big/catalog:v1", &work.path().join("push-cache"));
 
     let render_through = |proxy: &proxy::CuttingProxy, cache: &str| {
         let via = format!("{}/big/catalog:v1", proxy.addr);

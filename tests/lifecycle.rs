@@ -1,9 +1,13 @@
 //! Start-up, readiness, reflection and shutdown of `serve`, as a CatalogSource pod needs them.
 mod common;
+#[path = "common/proxy.rs"]
+mod proxy;
+#[path = "common/registry.rs"]
+mod registry;
 
-use common::{Server, generated_catalog, write};
+use common::{Server, generated_catalog};
 use olm_registry::api::{GetPackageRequest, ListBundlesRequest};
-use std::io::Write;
+use registry::TestRegistry;
 use std::path::Path;
 use tonic_health::pb::HealthCheckRequest;
 use tonic_health::pb::health_check_response::ServingStatus;
@@ -25,25 +29,23 @@ async fn status(server: &Server) -> i32 {
 /// wait instead of failing, and both turn to answers once the catalog is in.
 #[tokio::test]
 async fn not_serving_until_loaded_and_calls_wait_for_the_catalog() {
-    let dir = tempfile::tempdir().unwrap();
-    let catalog = dir.path();
-    std::fs::copy(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/catalog/queue-operator/catalog.json"),
-        catalog.join("catalog.json"),
-    )
-    .unwrap();
-    // A named pipe that the digest of the catalog must read: loading blocks until we write it.
-    let gate = catalog.join("gate");
-    assert!(
-        std::process::Command::new("mkfifo")
-            .arg(&gate)
-            .status()
-            .unwrap()
-            .success()
-    );
-    write(&catalog.join(".indexignore"), "gate\n");
+    // The catalog is an image behind a registry that answers only when we let it: loading
+    // waits for the pull until then.
+    let reg = TestRegistry::plain();
+    let cache = tempfile::tempdir().unwrap();
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/catalog");
+    reg.push_catalog(&example, "catalogs/example:v1", &cache.path().join("push"));
+    let gate = proxy::GateProxy::start(&reg.addr);
+    let image = format!("{}/catalogs/example:v1", gate.addr);
+    let pull_cache = cache.path().join("pull");
+    let flags = [
+        "--insecure-registry",
+        &gate.addr,
+        "--image-cache-dir",
+        pull_cache.to_str().unwrap(),
+    ];
 
-    let server = Server::start(catalog, &[]);
+    let server = Server::start(Path::new(&image), &flags);
     assert_eq!(status(&server).await, ServingStatus::NotServing as i32);
     assert_eq!(probe(&server.addr).0, 4);
     let mut client = server.client().await;
@@ -55,10 +57,7 @@ async fn not_serving_until_loaded_and_calls_wait_for_the_catalog() {
             .await
     });
 
-    let mut pipe = std::fs::OpenOptions::new().write(true).open(&gate).unwrap();
-    pipe.write_all(b"open the gate").unwrap();
-    drop(pipe);
-
+    gate.open();
     server.wait_for_status(ServingStatus::Serving).await;
     let package = waiting.await.unwrap().unwrap().into_inner();
     assert_eq!(package.name, "queue-operator");

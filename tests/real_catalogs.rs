@@ -1,10 +1,8 @@
 //! The real community catalogs in ../shared/testdata/real load, validate and serve.
 mod common;
 
-use common::{Server, collect, list_order_key, run, shared_testdata};
-use olm_registry::api::{
-    GetBundleRequest, GetPackageRequest, ListBundlesRequest, ListPackageRequest,
-};
+use common::{Server, collect, list_order_key, package_names, run, shared_testdata};
+use olm_registry::api::{GetBundleRequest, GetPackageRequest, ListBundlesRequest};
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -56,16 +54,7 @@ async fn check(rel: &str) {
     let server = Server::serving(&root, &[]).await;
     let mut c = server.client().await;
 
-    let listed: Vec<_> = collect(
-        c.list_packages(ListPackageRequest {})
-            .await
-            .unwrap()
-            .into_inner(),
-    )
-    .await
-    .into_iter()
-    .map(|p| p.name)
-    .collect();
+    let listed = package_names(&mut c).await;
     assert_eq!(listed, packages.keys().cloned().collect::<Vec<_>>());
     for (name, default) in &packages {
         let p = c

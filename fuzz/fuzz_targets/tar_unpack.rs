@@ -10,6 +10,7 @@ fuzz_target!(|data: &[u8]| {
     let limits = Limits {
         max_bytes: 1 << 20,
         max_entries: 1000,
+        ..Limits::default()
     };
     let _ = unpack_layer(data, &root, limits, &mut Usage::default());
     let beside: Vec<_> = std::fs::read_dir(base.path())

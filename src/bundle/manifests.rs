@@ -59,7 +59,10 @@ pub fn read_documents(dir: &Path) -> Result<Vec<Manifest>, String> {
         let path = dir.join(&file);
         let data = std::fs::read(&path).map_err(|e| format!("reading {}: {e}", path.display()))?;
         match yaml_to_json(&data) {
-            Ok(object @ Value::Object(_)) => docs.push(Manifest { file, object }),
+            Ok(object @ Value::Object(_)) => docs.push(Manifest {
+                file: file.to_string_lossy().into_owned(),
+                object,
+            }),
             Ok(_) => {
                 tracing::warn!(file = %path.display(), "skipping a file that is not a YAML or JSON object")
             }
@@ -70,18 +73,15 @@ pub fn read_documents(dir: &Path) -> Result<Vec<Manifest>, String> {
 }
 
 /// Names of the regular files (symlinks followed) directly in `dir` that do not start with
-/// `.`, sorted byte-wise as Go's directory reading sorts them.
-pub(super) fn regular_files(dir: &Path) -> Result<Vec<String>, String> {
+/// `.`, sorted byte-wise as Go's directory reading sorts them; names need not be UTF-8.
+pub(super) fn regular_files(dir: &Path) -> Result<Vec<std::ffi::OsString>, String> {
     let entries =
         std::fs::read_dir(dir).map_err(|e| format!("reading directory {}: {e}", dir.display()))?;
     let mut names = Vec::new();
     for entry in entries {
         let entry = entry.map_err(|e| format!("reading directory {}: {e}", dir.display()))?;
-        let Ok(name) = entry.file_name().into_string() else {
-            tracing::warn!(dir = %dir.display(), "skipping a file whose name is not UTF-8");
-            continue;
-        };
-        if name.starts_with('.') || !entry.path().is_file() {
+        let name = entry.file_name();
+        if name.as_encoded_bytes().starts_with(b".") || !entry.path().is_file() {
             continue;
         }
         names.push(name);

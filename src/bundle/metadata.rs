@@ -59,6 +59,7 @@ pub fn read_dir(dir: &Path) -> Result<Metadata, String> {
             tracing::debug!(file = %path.display(), "skipping an undecodable metadata file");
             continue;
         };
+        let file = file.to_string_lossy();
         if annotations.is_none() {
             annotations = read_annotations(&file, &doc);
         }

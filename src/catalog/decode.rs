@@ -23,10 +23,25 @@ use std::fmt;
 use std::sync::Arc;
 
 mod block;
+mod depth;
 mod lift;
+
+use block::GaveUp;
 
 /// How far into a file upstream looks for the `{` that makes it a JSON stream.
 const SNIFF_LEN: usize = 4096;
+
+/// The deepest nesting of collections a document may have. Every reader here recurses once
+/// per level (and so do the conversions and drops of the values they build), so an unbounded
+/// depth is a stack overflow. Real catalogs and manifests reach 38 levels; 100 leaves room
+/// for any real schema, stays below the 128 at which serde_json and serde_yaml stop on their
+/// own (so this check is always the one that speaks), and needs a few tens of KiB of stack.
+pub const MAX_DEPTH: usize = 100;
+
+/// The message for a document nested deeper than [`MAX_DEPTH`].
+fn too_deep() -> String {
+    format!("nesting deeper than {MAX_DEPTH} levels")
+}
 
 /// A document or file that could not be read or decoded.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -99,7 +114,18 @@ pub fn parse_documents(file: &str, data: &[u8]) -> Result<Vec<Document>, Vec<Loa
 /// Parses one YAML (or JSON) document into a JSON value, as upstream converts YAML manifests
 /// to JSON. Only the first document of a multi-document text is read, as upstream does.
 pub(crate) fn yaml_to_json(data: &[u8]) -> Result<Value, String> {
-    parse_yaml(data).map_err(|e| e.to_string())
+    parse_yaml(data)
+}
+
+/// The words of a libyaml error.
+fn yaml_message(e: &serde_yaml::Error) -> String {
+    let message = e.to_string();
+    // serde_yaml puts the path of the value first: for a deep one, a line of `[0]`s.
+    if message.contains(&too_deep()) {
+        too_deep()
+    } else {
+        message
+    }
 }
 
 /// One document as split from a file: its line and value, or an error and the line it is on.
@@ -156,13 +182,13 @@ impl<'a> Lines<'a> {
 
 fn json_stream(data: &[u8], emit: &mut dyn FnMut(Raw)) {
     let mut lines = Lines::new(data, 1);
-    let mut stream = serde_json::Deserializer::from_slice(data).into_iter::<Value>();
+    let mut stream = serde_json::Deserializer::from_slice(data).into_iter::<GoValue>();
     let mut decoded = 0usize;
     loop {
         let start = skip_json_whitespace(data, stream.byte_offset());
         match stream.next() {
             None => return,
-            Some(Ok(value)) => {
+            Some(Ok(GoValue(value))) => {
                 emit(Ok((lines.at(start), value)));
                 decoded += 1;
             }
@@ -171,7 +197,8 @@ fn json_stream(data: &[u8], emit: &mut dyn FnMut(Raw)) {
                 // Upstream's decoder retries the rest of the stream as YAML when JSON fails
                 // on its first or second document (`{…}` followed by `---` YAML documents);
                 // the JSON error stands if the first YAML document does not decode either.
-                if decoded < 2 {
+                // JSON nested too deep is YAML nested too deep (and slow for libyaml).
+                if decoded < 2 && !json_error.1.contains(&too_deep()) {
                     let mut rest = Vec::new();
                     yaml_stream(&data[start..], lines.at(start), &mut |raw| rest.push(raw));
                     if matches!(rest.first(), Some(Ok(_))) {
@@ -238,8 +265,15 @@ fn yaml_document(doc: &[u8], first_line: usize) -> Raw {
         return Ok((first_line, Value::Null));
     };
     let line = first_line + skipped;
-    if let Some(value) = block::parse(doc) {
-        return Ok((line, value));
+    match block::parse(doc) {
+        Ok(value) => return Ok((line, value)),
+        Err(GaveUp::TooDeep(at)) => {
+            return Err((first_line + at - 1, format!("invalid YAML: {}", too_deep())));
+        }
+        Err(GaveUp::Unknown) => {}
+    }
+    if let Some(at) = depth::too_deep_line(doc) {
+        return Err((first_line + at, format!("invalid YAML: {}", too_deep())));
     }
     // A document for libyaml: its long base64 scalars are kept away from it when possible.
     let lifted = lift::lift(doc).and_then(|lifted| {
@@ -255,8 +289,13 @@ fn yaml_document(doc: &[u8], first_line: usize) -> Raw {
     }
 }
 
-fn parse_yaml(doc: &[u8]) -> Result<Value, serde_yaml::Error> {
-    block::parse(doc).map_or_else(|| libyaml(doc), Ok)
+fn parse_yaml(doc: &[u8]) -> Result<Value, String> {
+    match block::parse(doc) {
+        Ok(value) => Ok(value),
+        Err(GaveUp::TooDeep(_)) => Err(too_deep()),
+        Err(GaveUp::Unknown) if depth::too_deep_line(doc).is_some() => Err(too_deep()),
+        Err(GaveUp::Unknown) => libyaml(doc).map_err(|e| yaml_message(&e)),
+    }
 }
 
 /// The first document of `doc` as libyaml reads it.
@@ -276,7 +315,7 @@ fn yaml_error(doc: &[u8], first_line: usize, fallback_line: usize) -> (usize, St
     match libyaml(&padded) {
         Err(e) => (
             e.location().map_or(fallback_line, |l| l.line()),
-            format!("invalid YAML: {e}"),
+            format!("invalid YAML: {}", yaml_message(&e)),
         ),
         Ok(_) => (fallback_line, "invalid YAML".to_owned()),
     }
@@ -291,18 +330,43 @@ fn leading_blank_lines(doc: &[u8]) -> Option<usize> {
     })
 }
 
-/// A JSON value built from any self-describing input with the conversions upstream's
-/// YAML-to-JSON step applies: non-string keys become their text, tags are dropped, and
-/// non-finite floats are refused (JSON has no way to write them).
+/// A JSON value built from any self-describing input (JSON and YAML alike) with the
+/// conversions upstream's YAML-to-JSON step applies: non-string keys become their text, tags
+/// are dropped, and non-finite floats are refused (JSON has no way to write them). Nesting
+/// deeper than [`MAX_DEPTH`] is refused.
 struct GoValue(Value);
 
 impl<'de> Deserialize<'de> for GoValue {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_any(GoVisitor).map(GoValue)
+        d.deserialize_any(GoVisitor { depth: 0 }).map(GoValue)
     }
 }
 
-struct GoVisitor;
+/// Reads a value inside `depth` collections.
+#[derive(Clone, Copy)]
+struct GoVisitor {
+    depth: usize,
+}
+
+impl GoVisitor {
+    /// The visitor for the items of a collection read by this one.
+    fn inner<E: de::Error>(self) -> Result<GoVisitor, E> {
+        if self.depth >= MAX_DEPTH {
+            return Err(E::custom(too_deep()));
+        }
+        Ok(GoVisitor {
+            depth: self.depth + 1,
+        })
+    }
+}
+
+impl<'de> DeserializeSeed<'de> for GoVisitor {
+    type Value = Value;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
 
 impl<'de> Visitor<'de> for GoVisitor {
     type Value = Value;
@@ -366,17 +430,19 @@ impl<'de> Visitor<'de> for GoVisitor {
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let inner = self.inner()?;
         let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0));
-        while let Some(GoValue(item)) = seq.next_element()? {
+        while let Some(item) = seq.next_element_seed(inner)? {
             items.push(item);
         }
         Ok(Value::Array(items))
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut access: A) -> Result<Value, A::Error> {
+        let inner = self.inner()?;
         let mut map = Map::new();
         while let Some(key) = access.next_key_seed(KeySeed)? {
-            let GoValue(value) = access.next_value()?;
+            let value = access.next_value_seed(inner)?;
             map.insert(key, value);
         }
         Ok(Value::Object(map))
@@ -386,7 +452,7 @@ impl<'de> Visitor<'de> for GoVisitor {
     // meaning in a catalog, so only the value is kept.
     fn visit_enum<A: EnumAccess<'de>>(self, data: A) -> Result<Value, A::Error> {
         let (_tag, variant): (de::IgnoredAny, _) = data.variant()?;
-        variant.newtype_variant::<GoValue>().map(|v| v.0)
+        variant.newtype_variant_seed(self)
     }
 }
 
@@ -678,6 +744,53 @@ mod tests {
         let bad = format!("schema: x\nv: {b64}\n  bad: indent\n");
         let (line, message) = yaml_document(bad.as_bytes(), 5).expect_err("invalid");
         assert_eq!(line, 7, "{message}");
+    }
+
+    #[test]
+    fn nesting_past_the_limit_is_refused_by_every_reader() {
+        let deep = |levels: usize| "[".repeat(levels) + &"]".repeat(levels);
+        let at_limit = format!("{{\"schema\":\"x\",\"v\":{}}}", deep(MAX_DEPTH - 1));
+        assert!(parse_documents("c.json", at_limit.as_bytes()).is_ok());
+        // The 100th `[` is in column 118; serde_json has looked one further when it is empty.
+        for (levels, column) in [(MAX_DEPTH, 119), (100_000, 118)] {
+            let json = format!("{{\"schema\":\"x\",\"v\":{}}}", deep(levels));
+            assert_eq!(
+                errors("c.json", &json),
+                [format!(
+                    "c.json:1: invalid JSON: nesting deeper than 100 levels at line 1 column {column}"
+                )]
+            );
+            // Past the fast reader's subset (a multi-line flow collection), libyaml speaks.
+            let yaml = format!("schema: x\nv: [\n{}]\n", deep(levels.min(200)));
+            assert_eq!(
+                errors("c.yaml", &yaml),
+                ["c.yaml:3: invalid YAML: nesting deeper than 100 levels"]
+            );
+            assert_eq!(
+                yaml_to_json(yaml.as_bytes()),
+                Err("nesting deeper than 100 levels".to_owned())
+            );
+        }
+        assert_eq!(
+            errors("c.yaml", &format!("schema: x\nv: {}\n", deep(100_000))),
+            ["c.yaml:2: invalid YAML: nesting deeper than 100 levels"]
+        );
+        // One level per line: libyaml's events stop it at the line of level 101.
+        let lines = format!(
+            "schema: x\nv: [\n{}{}]\n",
+            "[\n".repeat(100_000),
+            "]".repeat(100_000)
+        );
+        assert_eq!(
+            errors("c.yaml", &lines),
+            ["c.yaml:101: invalid YAML: nesting deeper than 100 levels"]
+        );
+        // An alias adds the depth of what it names (reported where that is written).
+        let alias = format!("schema: x\na: &a {}\nb: [*a]\n", deep(MAX_DEPTH - 1));
+        assert_eq!(
+            errors("c.yaml", &alias),
+            ["c.yaml:2: invalid YAML: nesting deeper than 100 levels"]
+        );
     }
 
     #[test]

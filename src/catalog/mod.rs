@@ -10,6 +10,7 @@ pub mod add;
 pub mod csv;
 pub mod decode;
 mod fields;
+pub mod file;
 pub(crate) use fields::kind_name;
 mod graph;
 mod image_ref;

@@ -1,9 +1,9 @@
 //! Typed properties (catalog-formats.md §B): decoding the value of each known property type
 //! with upstream's struct shapes and errors, and decoding `olm.bundle.object` manifests.
-use super::decode::yaml_to_json;
+use super::decode::{LoadError, yaml_to_json};
 use super::fields::{At, check_std_base64, for_each_field, value_type_error};
 use super::json::canonical;
-use super::types::Property;
+use super::types::{Bundle, Property};
 use base64::Engine;
 use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
 use serde_json::{Map, Value};
@@ -284,6 +284,30 @@ pub fn decode_bundle_object(data_b64: &str) -> Result<String, String> {
     let value =
         yaml_to_json(&bytes).map_err(|e| format!("manifest is neither JSON nor YAML: {e}"))?;
     Ok(canonical(&value))
+}
+
+/// The manifests of a bundle's `olm.bundle.object` properties, decoded, in property order.
+pub fn bundle_objects(bundle: &Bundle) -> Result<Vec<String>, LoadError> {
+    bundle
+        .properties
+        .iter()
+        .filter(|p| p.kind == BUNDLE_OBJECT)
+        .map(|p| {
+            parse(p)
+                .and_then(|typed| match typed {
+                    Typed::BundleObject { data } => decode_bundle_object(&data),
+                    _ => Err("not a bundle object".to_owned()),
+                })
+                .map_err(|e| LoadError {
+                    file: bundle.origin.file.to_string(),
+                    line: bundle.origin.line,
+                    message: format!(
+                        "package {:?} bundle {:?}: property {BUNDLE_OBJECT:?}: {e}",
+                        bundle.package, bundle.name
+                    ),
+                })
+        })
+        .collect()
 }
 
 #[cfg(test)]

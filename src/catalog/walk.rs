@@ -1,30 +1,89 @@
 //! Walking a catalog directory (catalog-formats.md §A.1): which files hold documents, and
 //! loading them all.
 use super::decode::{LoadError, parse_documents};
+pub use super::file::CatalogFile;
+use super::property;
 use super::types::{DeclarativeConfig, Document};
 use ignore::Match;
 use ignore::gitignore::{Gitignore, GitignoreBuilder};
+use std::collections::{BTreeMap, HashSet};
+use std::ffi::OsString;
 use std::fs;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc;
 
 const IGNORE_FILE: &str = ".indexignore";
 
-type FileResult = Result<Vec<Document>, Vec<LoadError>>;
+/// One catalog file, read and decoded.
+pub struct ReadFile {
+    pub bytes: u64,
+    /// The documents in file order, each bundle with its `olm.bundle.object` manifests
+    /// decoded (see [`property::bundle_objects`]), other documents with none.
+    pub documents: Vec<(Document, Vec<String>)>,
+}
 
-/// The catalog files under `root`, relative and `/`-separated, in walk order: recursive,
-/// entries of each directory in byte order, nothing skipped but directories, `.indexignore`
-/// files and what they exclude. Hidden files are catalog files too.
-pub fn catalog_files(root: &Path) -> Result<Vec<String>, LoadError> {
-    let mut files = Vec::new();
-    let mut ignore_files = Vec::new();
-    walk(root, "", &mut files, &mut ignore_files)?;
-    let rules = ignore_files
+/// Reads and decodes one catalog file, bundle manifests included: every command that reads a
+/// catalog reads it here, so that they all accept and refuse the same catalogs.
+pub fn read_file(file: &CatalogFile) -> Result<ReadFile, Vec<LoadError>> {
+    let data = file.read().map_err(|e| vec![e])?;
+    let mut errors = Vec::new();
+    let documents = parse_documents(&file.rel, &data)?
+        .into_iter()
+        .filter_map(|doc| {
+            let objects = match &doc {
+                Document::Bundle(b) => property::bundle_objects(b)
+                    .map_err(|e| errors.push(e))
+                    .ok()?,
+                _ => Vec::new(),
+            };
+            Some((doc, objects))
+        })
+        .collect();
+    if errors.is_empty() {
+        Ok(ReadFile {
+            bytes: data.len() as u64,
+            documents,
+        })
+    } else {
+        Err(errors)
+    }
+}
+
+/// The catalog files under `root` in walk order: recursive, entries of each directory in
+/// byte order, nothing skipped but directories, `.indexignore` files and what they exclude.
+/// Hidden files are catalog files too. See [`all_files`] for how links are followed.
+pub fn catalog_files(root: &Path) -> Result<Vec<CatalogFile>, Vec<LoadError>> {
+    let tree = Tree::walk(root)?;
+    let rules = tree
+        .ignore_files
         .iter()
-        .map(|rel| IgnoreFile::read(root, rel))
-        .collect::<Result<Vec<_>, _>>()?;
-    files.retain(|f| !is_ignored(&rules, f));
+        .map(IgnoreFile::read)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| vec![e])?;
+    let mut files = tree.files;
+    files.retain(|f| !is_ignored(&rules, &f.rel));
+    Ok(distinct(files))
+}
+
+/// Every file under `root`, `.indexignore` files and ignored files included, sorted by path.
+///
+/// Symbolic links are followed when what they point to is inside the root (a Kubernetes
+/// ConfigMap volume is made of such links), and refused otherwise; a directory link that
+/// leads back to a directory containing it is refused too. A file or directory reachable by
+/// several paths is taken once, by the first path in walk order.
+pub fn all_files(root: &Path) -> Result<Vec<CatalogFile>, Vec<LoadError>> {
+    let tree = Tree::walk(root)?;
+    let mut files = distinct(tree.files.into_iter().chain(tree.ignore_files).collect());
+    files.sort_unstable_by(|a, b| a.rel.cmp(&b.rel));
     Ok(files)
+}
+
+/// Keeps the first of the files that are one file reached by several paths.
+fn distinct(mut files: Vec<CatalogFile>) -> Vec<CatalogFile> {
+    let mut seen = HashSet::new();
+    files.retain(|f| seen.insert(f.path.clone()));
+    files
 }
 
 /// Reads and decodes every catalog file under `root` (files in parallel, documents kept in
@@ -37,52 +96,17 @@ pub fn load_dir(root: &Path) -> Result<DeclarativeConfig, Vec<LoadError>> {
             message: format!("{:?} is not a directory", root.display().to_string()),
         }]);
     }
-    let files = catalog_files(root).map_err(|e| vec![e])?;
-    let next = AtomicUsize::new(0);
-    let workers = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .min(files.len().max(1));
-    let read = |rel: &String| -> FileResult {
-        match fs::read(root.join(rel)) {
-            Ok(data) => parse_documents(rel, &data),
-            Err(e) => Err(vec![LoadError {
-                file: rel.clone(),
-                line: 0,
-                message: format!("read error: {e}"),
-            }]),
-        }
-    };
-    let mut done: Vec<(usize, FileResult)> = std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..workers)
-            .map(|_| {
-                scope.spawn(|| {
-                    let mut done = Vec::new();
-                    loop {
-                        let i = next.fetch_add(1, Ordering::Relaxed);
-                        let Some(rel) = files.get(i) else { break };
-                        done.push((i, read(rel)));
-                    }
-                    done
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .flat_map(|h| {
-                h.join()
-                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-            })
-            .collect()
-    });
-    done.sort_unstable_by_key(|(i, _)| *i);
+    let files = catalog_files(root)?;
     let mut dc = DeclarativeConfig::default();
     let mut errors = Vec::new();
-    for (_, result) in done {
+    read_in_order(&files, read_file, |result| {
         match result {
-            Ok(docs) => docs.into_iter().for_each(|d| dc.push(d)),
+            Ok(file) => file.documents.into_iter().for_each(|(d, _)| dc.push(d)),
             Err(e) => errors.extend(e),
         }
-    }
+        Ok::<_, std::convert::Infallible>(())
+    })
+    .unwrap_or_else(|never| match never {});
     if errors.is_empty() {
         Ok(dc)
     } else {
@@ -90,44 +114,195 @@ pub fn load_dir(root: &Path) -> Result<DeclarativeConfig, Vec<LoadError>> {
     }
 }
 
-/// Collects files and `.indexignore` files below `dir` (`rel` is its path from the root,
-/// empty or ending in `/`). Only real directories are entered: a symlink to a directory is
-/// listed like a file, and reading it fails later, as upstream's walk does.
-fn walk(
-    root: &Path,
-    rel: &str,
-    files: &mut Vec<String>,
-    ignore_files: &mut Vec<String>,
-) -> Result<(), LoadError> {
-    let dir = root.join(rel);
-    let read_error = |e: std::io::Error| LoadError {
-        file: rel.trim_end_matches('/').to_owned(),
+/// Runs `read` on every file on worker threads and calls `consume` with the results in file
+/// order, stopping at its first error. Only a few files are in flight at a time, so memory is
+/// bounded by the largest files, not the catalog.
+pub fn read_in_order<T: Send, E>(
+    files: &[CatalogFile],
+    read: impl Fn(&CatalogFile) -> T + Sync,
+    mut consume: impl FnMut(T) -> Result<(), E>,
+) -> Result<(), E> {
+    let workers = std::thread::available_parallelism()
+        .map_or(2, |n| n.get())
+        .min(files.len().max(1));
+    let next = AtomicUsize::new(0);
+    let (tx, rx) = mpsc::sync_channel::<(usize, T)>(workers * 2);
+    std::thread::scope(|scope| {
+        for _ in 0..workers {
+            let tx = tx.clone();
+            let (next, read) = (&next, &read);
+            scope.spawn(move || {
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(file) = files.get(i) else { break };
+                    if tx.send((i, read(file))).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+        drop(tx);
+        let mut pending = BTreeMap::new();
+        let mut want = 0;
+        for (i, result) in rx {
+            pending.insert(i, result);
+            while let Some(result) = pending.remove(&want) {
+                consume(result)?;
+                want += 1;
+            }
+        }
+        Ok(())
+    })
+}
+
+/// A directory being walked: its entries not yet taken.
+struct OpenDir {
+    /// Canonical.
+    dir: PathBuf,
+    rel: String,
+    entries: std::vec::IntoIter<(OsString, fs::FileType)>,
+}
+
+fn error(file: &str, message: String) -> LoadError {
+    LoadError {
+        file: file.to_owned(),
         line: 0,
-        message: format!("read directory: {e}"),
-    };
-    let mut entries = Vec::new();
-    for entry in fs::read_dir(&dir).map_err(read_error)? {
-        let entry = entry.map_err(read_error)?;
-        let is_dir = entry.file_type().map_err(read_error)?.is_dir();
-        let name = entry.file_name().into_string().map_err(|name| LoadError {
-            file: format!("{rel}{}", name.to_string_lossy()),
-            line: 0,
-            message: "file name is not valid UTF-8".to_owned(),
-        })?;
-        entries.push((name, is_dir));
+        message,
     }
-    entries.sort_unstable();
-    for (name, is_dir) in entries {
-        let path = format!("{rel}{name}");
-        if is_dir {
-            walk(root, &format!("{path}/"), files, ignore_files)?;
-        } else if name == IGNORE_FILE {
-            ignore_files.push(path);
+}
+
+/// What a walk found.
+struct Tree {
+    /// Canonical root.
+    root: PathBuf,
+    files: Vec<CatalogFile>,
+    ignore_files: Vec<CatalogFile>,
+    /// Canonical paths of the directories walked so far.
+    walked: HashSet<PathBuf>,
+    errors: Vec<LoadError>,
+}
+
+impl Tree {
+    fn walk(root: &Path) -> Result<Tree, Vec<LoadError>> {
+        let root = fs::canonicalize(root).map_err(|e| {
+            vec![LoadError {
+                file: String::new(),
+                line: 0,
+                message: format!("{:?}: {e}", root.display().to_string()),
+            }]
+        })?;
+        let mut tree = Tree {
+            root: root.clone(),
+            files: Vec::new(),
+            ignore_files: Vec::new(),
+            walked: HashSet::from([root.clone()]),
+            errors: Vec::new(),
+        };
+        tree.dirs(root);
+        if tree.errors.is_empty() {
+            Ok(tree)
         } else {
-            files.push(path);
+            Err(tree.errors)
         }
     }
-    Ok(())
+
+    /// Walks the tree depth first, each directory's entries in byte order, with a stack of
+    /// its own rather than the thread's: directories can nest thousands deep.
+    fn dirs(&mut self, root: PathBuf) {
+        let mut stack = vec![self.open_dir(root, String::new())];
+        while let Some(top) = stack.last_mut() {
+            let Some((name, kind)) = top.entries.next() else {
+                stack.pop();
+                continue;
+            };
+            let (dir, rel) = (&top.dir, &top.rel);
+            let path = format!("{rel}{}", name.to_string_lossy());
+            let mut real = dir.join(&name);
+            let link = kind.is_symlink();
+            let is_dir = if link {
+                match self.resolve(&real) {
+                    Ok((target, is_dir)) => {
+                        real = target;
+                        is_dir
+                    }
+                    Err(message) => {
+                        self.errors.push(error(&path, message));
+                        continue;
+                    }
+                }
+            } else {
+                kind.is_dir()
+            };
+            if !is_dir {
+                let file = CatalogFile {
+                    rel: path,
+                    path: real,
+                };
+                if name == IGNORE_FILE {
+                    self.ignore_files.push(file);
+                } else {
+                    self.files.push(file);
+                }
+                continue;
+            }
+            // Only a link can lead back into a directory being walked.
+            let outer = link
+                .then(|| stack.iter().find(|open| open.dir == real))
+                .flatten();
+            if let Some(outer) = outer {
+                let outer = match outer.rel.trim_end_matches('/') {
+                    "" => ".",
+                    rel => rel,
+                };
+                self.errors.push(error(
+                    &path,
+                    format!("symbolic link loop: it leads back to {outer:?}, which contains it"),
+                ));
+            } else if self.walked.insert(real.clone()) {
+                let open = self.open_dir(real, format!("{path}/"));
+                stack.push(open);
+            }
+        }
+    }
+
+    /// Lists `dir` (canonical), whose path from the root is `rel` (empty or ending in `/`).
+    fn open_dir(&mut self, dir: PathBuf, rel: String) -> OpenDir {
+        let entries = fs::read_dir(&dir).and_then(|entries| {
+            entries
+                .map(|entry| entry.and_then(|e| Ok((e.file_name(), e.file_type()?))))
+                .collect::<Result<Vec<_>, _>>()
+        });
+        let mut entries = entries.unwrap_or_else(|e| {
+            let message = format!("read directory: {e}");
+            self.errors.push(error(rel.trim_end_matches('/'), message));
+            Vec::new()
+        });
+        entries.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        OpenDir {
+            dir,
+            rel,
+            entries: entries.into_iter(),
+        }
+    }
+
+    /// Where the link at `path` leads, if inside the root, and whether that is a directory.
+    fn resolve(&self, path: &Path) -> Result<(PathBuf, bool), String> {
+        let target = fs::read_link(path).map_err(|e| format!("read error: {e}"))?;
+        let real = fs::canonicalize(path).map_err(|e| {
+            format!(
+                "symbolic link to {:?} cannot be followed: {e}",
+                target.display().to_string()
+            )
+        })?;
+        if !real.starts_with(&self.root) {
+            return Err(format!(
+                "symbolic link to {:?} leads outside the catalog directory; only links to files inside it are followed",
+                target.display().to_string()
+            ));
+        }
+        let meta = fs::metadata(&real).map_err(|e| format!("read error: {e}"))?;
+        Ok((real, meta.is_dir()))
+    }
 }
 
 /// The rules of one `.indexignore`: they apply below its directory only.
@@ -141,14 +316,9 @@ struct IgnoreFile {
 }
 
 impl IgnoreFile {
-    fn read(root: &Path, rel: &str) -> Result<IgnoreFile, LoadError> {
-        let error = |message: String| LoadError {
-            file: rel.to_owned(),
-            line: 0,
-            message,
-        };
-        let text =
-            fs::read_to_string(root.join(rel)).map_err(|e| error(format!("read error: {e}")))?;
+    fn read(file: &CatalogFile) -> Result<IgnoreFile, LoadError> {
+        let rel = file.rel.as_str();
+        let text = String::from_utf8_lossy(&file.read()?).into_owned();
         let dir = rel[..rel.len() - IGNORE_FILE.len()].to_owned();
         let mut patterns = Vec::new();
         for (i, line) in text.lines().enumerate() {
@@ -206,6 +376,14 @@ mod tests {
 
     const PKG: &str = "{\"schema\":\"olm.package\",\"name\":\"p\"}";
 
+    fn names(root: &Path) -> Vec<String> {
+        catalog_files(root)
+            .expect("walk")
+            .into_iter()
+            .map(|f| f.rel)
+            .collect()
+    }
+
     #[test]
     fn walk_is_recursive_lexical_and_keeps_hidden_files() {
         let dir = tree(&[
@@ -216,7 +394,7 @@ mod tests {
             ("A", ""),
             ("a-b", ""),
         ]);
-        let files = catalog_files(dir.path()).expect("walk");
+        let files = names(dir.path());
         // Directory `a` is entered where its name sorts, before its sibling `a-b`.
         assert_eq!(
             files,
@@ -237,7 +415,7 @@ mod tests {
             ("README.md", ""),
             ("etcdoperator.v0.6.1.clusterserviceversion.yaml", ""),
         ]);
-        let files = catalog_files(dir.path()).expect("walk");
+        let files = names(dir.path());
         assert_eq!(
             files,
             ["cockroachdb.json", "deprecations.yaml", "etcd.yaml"]
@@ -265,7 +443,7 @@ mod tests {
             ("c/build/out.json", ""),
             ("top.md", ""),
         ]);
-        let files = catalog_files(dir.path()).expect("walk");
+        let files = names(dir.path());
         assert_eq!(
             files,
             [
@@ -288,7 +466,7 @@ mod tests {
             ("d/z.json", ""),
         ]);
         // `keep/` (the later line) matches x.json's parent and wins over the negation.
-        let files = catalog_files(dir.path()).expect("walk");
+        let files = names(dir.path());
         assert_eq!(files, ["d/z.json"]);
     }
 
@@ -334,8 +512,8 @@ mod tests {
     }
 
     #[test]
-    fn load_dir_needs_a_directory_and_fails_on_directory_symlinks() {
-        let dir = tree(&[("f.json", PKG), ("d/x.json", PKG)]);
+    fn load_dir_needs_a_directory() {
+        let dir = tree(&[("f.json", PKG)]);
         let file = dir.path().join("f.json");
         let errors = load_dir(&file).expect_err("not a directory");
         assert_eq!(
@@ -344,27 +522,58 @@ mod tests {
         );
         let missing = PathBuf::from("/nonexistent/catalog");
         assert!(load_dir(&missing).is_err());
+    }
 
-        #[cfg(unix)]
-        {
-            std::os::unix::fs::symlink(dir.path().join("f.json"), dir.path().join("link.json"))
-                .expect("symlink");
-            assert_eq!(
-                load_dir(dir.path())
-                    .expect("file symlinks load")
-                    .packages
-                    .len(),
-                3
-            );
-            std::os::unix::fs::symlink(dir.path().join("d"), dir.path().join("dirlink"))
-                .expect("symlink");
-            let errors = load_dir(dir.path()).expect_err("directory symlink");
-            assert_eq!(errors.len(), 1);
-            assert!(
-                errors[0].to_string().starts_with("dirlink: read error: "),
-                "{}",
-                errors[0]
-            );
-        }
+    fn link(target: &str, at: &Path) {
+        std::os::unix::fs::symlink(target, at).expect("symlink");
+    }
+
+    #[test]
+    fn links_inside_the_root_are_followed_once_per_file() {
+        // A Kubernetes ConfigMap volume: visible names are links through `..data`.
+        let dir = tree(&[
+            ("..2026_11_26_01_02_03.1/catalog.json", PKG),
+            ("d/x.json", PKG),
+        ]);
+        link("..2026_11_26_01_02_03.1", &dir.path().join("..data"));
+        link("..data/catalog.json", &dir.path().join("catalog.json"));
+        link("d", &dir.path().join("e"));
+        link("../d/x.json", &dir.path().join("d/y.json"));
+        assert_eq!(
+            names(dir.path()),
+            ["..2026_11_26_01_02_03.1/catalog.json", "d/x.json"]
+        );
+        let all: Vec<String> = all_files(dir.path())
+            .expect("walk")
+            .into_iter()
+            .map(|f| f.rel)
+            .collect();
+        assert_eq!(all, names(dir.path()));
+        assert_eq!(load_dir(dir.path()).expect("loads").packages.len(), 2);
+    }
+
+    #[test]
+    fn links_leaving_the_root_and_loops_are_refused() {
+        let dir = tree(&[("d/x.json", PKG)]);
+        let outside = tree(&[("x.json", PKG)]);
+        let target = outside.path().join("x.json").display().to_string();
+        link(&target, &dir.path().join("d/out.json"));
+        link("../..", &dir.path().join("d/parent"));
+        link("..", &dir.path().join("d/up"));
+        link("missing", &dir.path().join("d/z.json"));
+        let errors: Vec<String> = catalog_files(dir.path())
+            .expect_err("refused")
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(
+            errors,
+            [
+                format!("d/out.json: symbolic link to {target:?} leads outside the catalog directory; only links to files inside it are followed"),
+                r#"d/parent: symbolic link to "../.." leads outside the catalog directory; only links to files inside it are followed"#.to_owned(),
+                r#"d/up: symbolic link loop: it leads back to ".", which contains it"#.to_owned(),
+                r#"d/z.json: symbolic link to "missing" cannot be followed: No such file or directory (os error 2)"#.to_owned(),
+            ]
+        );
     }
 }

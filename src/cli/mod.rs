@@ -11,8 +11,24 @@ mod resolve;
 mod serve;
 mod validate;
 
-use clap::{Parser, Subcommand};
+use clap::{Args, Parser, Subcommand};
 use std::io::IsTerminal;
+
+/// How much of a catalog's files a command reads.
+#[derive(Args)]
+struct ReadLimitArgs {
+    /// Largest catalog file read; a larger one is an error naming it. Sizes take K, M or G
+    /// (binary units).
+    #[arg(long, default_value = "256M", value_parser = serve::parse_size)]
+    max_file_size: u64,
+}
+
+impl ReadLimitArgs {
+    /// Sets the limit for every catalog read of this process.
+    fn apply(&self) {
+        crate::catalog::file::set_max_file_size(self.max_file_size);
+    }
+}
 
 #[derive(Parser)]
 #[command(

@@ -31,10 +31,13 @@ pub struct RenderArgs {
     #[arg(long, hide = true)]
     alpha_image_ref_template: Option<String>,
     #[command(flatten)]
+    read_limits: super::ReadLimitArgs,
+    #[command(flatten)]
     image: ImageArgs,
 }
 
 pub fn run(args: RenderArgs, use_http: bool, skip_tls_verify: bool) -> i32 {
+    args.read_limits.apply();
     super::exit_code(render(&args, use_http, skip_tls_verify))
 }
 

@@ -54,6 +54,8 @@ pub struct ServeArgs {
     #[command(flatten)]
     limits: LimitArgs,
     #[command(flatten)]
+    read_limits: super::ReadLimitArgs,
+    #[command(flatten)]
     image: ImageArgs,
 }
 
@@ -142,7 +144,7 @@ impl LimitArgs {
     }
 }
 
-fn parse_size(s: &str) -> Result<u64, String> {
+pub(super) fn parse_size(s: &str) -> Result<u64, String> {
     let invalid = || format!("invalid size {s:?} (e.g. 4096, 512K, 16M, 1G)");
     let (number, unit) = s.split_at(s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len()));
     let n: u64 = number.parse().map_err(|_| invalid())?;
@@ -170,6 +172,7 @@ fn parse_duration(s: &str) -> Result<Duration, String> {
 }
 
 pub fn run(args: ServeArgs, use_http: bool, skip_tls_verify: bool) -> i32 {
+    args.read_limits.apply();
     match serve(&args, use_http, skip_tls_verify) {
         Ok(()) => 0,
         Err(message) => {

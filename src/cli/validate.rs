@@ -12,9 +12,12 @@ pub struct ValidateArgs {
     /// Print the result as a JSON or YAML document `{passed, error: {message}}` instead of logging it.
     #[arg(short, long, value_enum)]
     output: Option<Format>,
+    #[command(flatten)]
+    read_limits: super::ReadLimitArgs,
 }
 
 pub fn run(args: ValidateArgs) -> i32 {
+    args.read_limits.apply();
     let result = catalog::walk::load_dir(&args.directory)
         .map_err(|errors| describe_load_errors(&errors))
         .and_then(|dc| Model::build(dc).map(drop).map_err(|e| e.to_string()));

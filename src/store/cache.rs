@@ -63,7 +63,7 @@ pub struct CacheOptions<'a> {
 /// Opens the index for a catalog, building it when there is no usable one.
 pub fn open_or_build(opts: &CacheOptions<'_>) -> Result<Loaded, CacheError> {
     let digest = digest::catalog_digest(opts.catalog, schema::CURRENT_VERSION)
-        .map_err(|e| CacheError::Io(format!("reading catalog {}: {e}", opts.catalog.display())))?;
+        .map_err(|e| CacheError::Ingest(IngestError::Load(e)))?;
     let Some(cache_dir) = opts.cache_dir else {
         return build_in_scratch(opts.catalog, &digest);
     };

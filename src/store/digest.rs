@@ -4,56 +4,27 @@
 //! It covers every regular file below the root (ignored ones too: editing `.indexignore` or an
 //! ignored file must not leave a stale index), by relative path, size and content, plus the
 //! index format version so that a new schema never reads an old index.
-use std::fs::File;
-use std::io::{self, Read};
+use crate::catalog::decode::LoadError;
+use crate::catalog::walk::all_files;
 use std::path::Path;
 use xxhash_rust::xxh3::Xxh3;
 
-pub fn catalog_digest(root: &Path, format_version: u32) -> io::Result<String> {
+/// Reads the files as the loader does (the same links followed, the same files refused), so
+/// that a catalog the loader would refuse is refused here with the loader's words.
+pub fn catalog_digest(root: &Path, format_version: u32) -> Result<String, Vec<LoadError>> {
     let mut hasher = Xxh3::new();
     hasher.update(b"olm-registry index format ");
     hasher.update(&format_version.to_le_bytes());
-    let mut files = Vec::new();
-    collect_files(root, "", &mut files)?;
-    files.sort();
-    let mut buf = vec![0u8; 1 << 20];
-    for rel in files {
-        let mut file = File::open(root.join(&rel))?;
-        hasher.update(rel.as_bytes());
+    for file in all_files(root)? {
+        hasher.update(file.rel.as_bytes());
         hasher.update(&[0]);
-        let mut len = 0u64;
-        loop {
-            let n = file.read(&mut buf)?;
-            if n == 0 {
-                break;
-            }
-            len += n as u64;
-            hasher.update(&buf[..n]);
-        }
+        let len = file
+            .read_with(|chunk| hasher.update(chunk))
+            .map_err(|e| vec![e])?;
         // The length closes the file's bytes, so that moving bytes across files changes the digest.
         hasher.update(&len.to_le_bytes());
     }
     Ok(format!("{:032x}", hasher.digest128()))
-}
-
-fn collect_files(dir: &Path, prefix: &str, out: &mut Vec<String>) -> io::Result<()> {
-    for entry in std::fs::read_dir(dir)? {
-        let entry = entry?;
-        let name = entry.file_name().to_string_lossy().into_owned();
-        let rel = if prefix.is_empty() {
-            name
-        } else {
-            format!("{prefix}/{name}")
-        };
-        // Follow symlinks as the loader does; a dangling one is the loader's error to report.
-        // Anything else that is not a directory (a pipe, a device) is read like a file.
-        match std::fs::metadata(entry.path()) {
-            Ok(meta) if meta.is_dir() => collect_files(&entry.path(), &rel, out)?,
-            Ok(_) => out.push(rel),
-            Err(_) => {}
-        }
-    }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -8,15 +8,15 @@
 use super::encode::{encode_edges, encode_objects, encode_tail};
 use super::schema;
 use crate::api;
-use crate::catalog::decode::{LoadError, describe_load_errors, parse_documents};
+use crate::catalog::decode::{LoadError, describe_load_errors};
 use crate::catalog::model::{Model, ModelPackage, ValidationError};
 use crate::catalog::property::{self, Typed};
+use crate::catalog::walk::{CatalogFile, read_file, read_in_order};
 use crate::catalog::{self, Bundle, DeclarativeConfig, Document, Meta};
 use prost::Message;
 use rusqlite::{Connection, params};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::path::Path;
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 #[derive(Debug)]
@@ -43,7 +43,11 @@ impl std::error::Error for IngestError {}
 
 impl From<rusqlite::Error> for IngestError {
     fn from(e: rusqlite::Error) -> Self {
-        IngestError::Storage(e.to_string())
+        if e.sqlite_error_code() == Some(rusqlite::ErrorCode::DiskFull) {
+            IngestError::Storage(format!("disk full ({e})"))
+        } else {
+            IngestError::Storage(e.to_string())
+        }
     }
 }
 
@@ -81,7 +85,7 @@ pub const PARTIAL_SUFFIX: &str = ".db.partial";
 /// Builds the index for the FBC at `catalog` into `target`, replacing it only on success.
 pub fn build_index(catalog: &Path, target: &Path, digest: &str) -> Result<Summary, IngestError> {
     let started = Instant::now();
-    let files = catalog::walk::catalog_files(catalog).map_err(|e| IngestError::Load(vec![e]))?;
+    let files = catalog::walk::catalog_files(catalog).map_err(IngestError::Load)?;
     let dir = target.parent().unwrap_or(Path::new("."));
     let tmp = tempfile::Builder::new()
         .prefix(PARTIAL_PREFIX)
@@ -94,7 +98,7 @@ pub fn build_index(catalog: &Path, target: &Path, digest: &str) -> Result<Summar
         .try_lock()
         .map_err(|e| IngestError::Storage(format!("locking {}: {e}", tmp.path().display())))?;
     let _unfinished = crate::unfinished::track(tmp.path());
-    let mut summary = {
+    let written = || -> Result<Summary, IngestError> {
         let mut conn = Connection::open(tmp.path())?;
         conn.execute_batch(
             "PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF; PRAGMA page_size = 8192;
@@ -106,8 +110,13 @@ pub fn build_index(catalog: &Path, target: &Path, digest: &str) -> Result<Summar
         schema::migrate(&tx, schema::CURRENT_VERSION)?;
         tx.commit()?;
         conn.close().map_err(|(_, e)| IngestError::from(e))?;
-        summary
+        Ok(summary)
     };
+    // Name where the index was being written: a full disk is that directory's.
+    let mut summary = written().map_err(|e| match e {
+        IngestError::Storage(e) => IngestError::Storage(format!("{}: {e}", dir.display())),
+        other => other,
+    })?;
     tmp.persist(target)
         .map_err(|e| IngestError::Storage(format!("{}: {}", target.display(), e.error)))?;
     summary.elapsed = started.elapsed();
@@ -127,7 +136,7 @@ fn release_freed_memory() {
 
 fn load(
     root: &Path,
-    files: &[String],
+    files: &[CatalogFile],
     conn: &Connection,
     digest: &str,
 ) -> Result<Summary, IngestError> {
@@ -137,19 +146,17 @@ fn load(
         files: files.len(),
         ..Default::default()
     };
-    parse_in_parallel(root, files, |result| {
+    read_in_order(files, parse_file, |result| {
         match result {
             Ok((bytes, docs)) => {
                 summary.bytes += bytes;
                 for doc in docs {
-                    if let Err(e) = writer.add(doc) {
-                        errors.extend(e);
-                    }
+                    writer.add(doc, &mut errors)?;
                 }
             }
             Err(e) => errors.extend(e),
         }
-        Ok(())
+        Ok::<_, IngestError>(())
     })?;
     if !errors.is_empty() {
         return Err(IngestError::Load(errors));
@@ -183,120 +190,28 @@ fn load(
     Ok(summary)
 }
 
-/// Reads and parses files on worker threads, calling `consume` with each file's result in
-/// file order. The window of files in flight is bounded, and so is memory.
-fn parse_in_parallel(
-    root: &Path,
-    files: &[String],
-    mut consume: impl FnMut(FileResult) -> Result<(), IngestError>,
-) -> Result<(), IngestError> {
-    let workers = std::thread::available_parallelism()
-        .map_or(2, |n| n.get())
-        .min(files.len().max(1));
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let (tx, rx) = mpsc::sync_channel::<(usize, FileResult)>(workers * 2);
-    std::thread::scope(|scope| {
-        for _ in 0..workers {
-            let tx = tx.clone();
-            let next = &next;
-            scope.spawn(move || {
-                loop {
-                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    let Some(rel) = files.get(i) else { break };
-                    if tx.send((i, parse_file(root, rel))).is_err() {
-                        break;
-                    }
-                }
-            });
-        }
-        drop(tx);
-        let mut pending = BTreeMap::new();
-        let mut want = 0;
-        for (i, result) in rx {
-            pending.insert(i, result);
-            while let Some(result) = pending.remove(&want) {
-                consume(result)?;
-                want += 1;
-            }
-        }
-        Ok(())
-    })
-}
-
-fn parse_file(root: &Path, rel: &str) -> FileResult {
-    let data = std::fs::read(root.join(rel)).map_err(|e| {
-        vec![LoadError {
-            file: rel.to_owned(),
-            line: 0,
-            message: format!("read: {e}"),
-        }]
-    })?;
-    let docs = parse_documents(rel, &data)?;
-    let mut errors = Vec::new();
-    let parsed = docs
+/// A file as the writer takes it: each bundle's manifests split off its properties.
+fn parse_file(file: &CatalogFile) -> FileResult {
+    let read = read_file(file)?;
+    let parsed = read
+        .documents
         .into_iter()
-        .filter_map(|doc| match doc {
-            Document::Bundle(b) => match split_manifests(b) {
-                Ok(b) => Some(Parsed::Bundle(b)),
-                Err(e) => {
-                    errors.push(e);
-                    None
-                }
-            },
-            other => Some(Parsed::Other(other)),
+        .map(|(doc, objects)| match doc {
+            Document::Bundle(mut light) => {
+                light
+                    .properties
+                    .retain(|p| p.kind != property::BUNDLE_OBJECT);
+                light.external_objects = objects.len();
+                Parsed::Bundle(ParsedBundle {
+                    light,
+                    csv_index: objects.iter().position(|json| is_csv(json)),
+                    objects,
+                })
+            }
+            other => Parsed::Other(other),
         })
         .collect();
-    if errors.is_empty() {
-        Ok((data.len() as u64, parsed))
-    } else {
-        Err(errors)
-    }
-}
-
-/// Decodes a bundle's `olm.bundle.object`s and takes them out of its properties.
-fn split_manifests(mut bundle: Bundle) -> Result<ParsedBundle, LoadError> {
-    let mut objects = Vec::new();
-    let mut csv_index = None;
-    let mut failure = None;
-    bundle.properties.retain(|p| {
-        if p.kind != property::BUNDLE_OBJECT || failure.is_some() {
-            return true;
-        }
-        match property::parse(p).and_then(|typed| match typed {
-            Typed::BundleObject { data } => property::decode_bundle_object(&data),
-            _ => Err("not a bundle object".to_owned()),
-        }) {
-            Ok(json) => {
-                if csv_index.is_none() && is_csv(&json) {
-                    csv_index = Some(objects.len());
-                }
-                objects.push(json);
-                false
-            }
-            Err(e) => {
-                failure = Some(e);
-                true
-            }
-        }
-    });
-    if let Some(e) = failure {
-        return Err(LoadError {
-            file: bundle.origin.file.to_string(),
-            line: bundle.origin.line,
-            message: format!(
-                "package {:?} bundle {:?}: property {:?}: {e}",
-                bundle.package,
-                bundle.name,
-                property::BUNDLE_OBJECT
-            ),
-        });
-    }
-    bundle.external_objects = objects.len();
-    Ok(ParsedBundle {
-        light: bundle,
-        objects,
-        csv_index,
-    })
+    Ok((read.bytes, parsed))
 }
 
 fn is_csv(json: &str) -> bool {
@@ -334,23 +249,15 @@ impl<'c> Writer<'c> {
         })
     }
 
-    fn add(&mut self, doc: Parsed) -> Result<(), Vec<LoadError>> {
-        let storage = |e: rusqlite::Error| {
-            vec![LoadError {
-                file: String::new(),
-                line: 0,
-                message: e.to_string(),
-            }]
-        };
+    /// Adds one document; a document that cannot be stored is added to `errors`, while a
+    /// failure of the database itself (a full disk) ends the ingest.
+    fn add(&mut self, doc: Parsed, errors: &mut Vec<LoadError>) -> rusqlite::Result<()> {
         match doc {
             Parsed::Bundle(b) => {
                 let (objects, csv_range) = encode_objects(&b.objects, b.csv_index);
                 let (start, len) =
                     csv_range.map_or((None, None), |(s, l)| (Some(s as i64), Some(l as i64)));
-                let id = self
-                    .insert_manifest
-                    .insert(params![objects, start, len])
-                    .map_err(storage)?;
+                let id = self.insert_manifest.insert(params![objects, start, len])?;
                 self.manifests.insert(
                     (b.light.package.clone(), b.light.name.clone()),
                     (id, csv_range.is_some()),
@@ -358,10 +265,15 @@ impl<'c> Writer<'c> {
                 self.dc.bundles.push(b.light);
             }
             Parsed::Other(Document::Meta(meta)) => {
-                let message = custom_document(&meta)?;
+                let message = match custom_document(&meta) {
+                    Ok(message) => message,
+                    Err(e) => {
+                        errors.push(e);
+                        return Ok(());
+                    }
+                };
                 self.insert_custom
-                    .execute(params![meta.schema, meta.package, message])
-                    .map_err(storage)?;
+                    .execute(params![meta.schema, meta.package, message])?;
                 self.custom_documents += 1;
             }
             Parsed::Other(doc) => self.dc.push(doc),
@@ -372,15 +284,13 @@ impl<'c> Writer<'c> {
 
 /// Custom-schema documents are served by schema and package, both of which must be simple
 /// names (upstream refuses to serve a catalog otherwise).
-fn custom_document(meta: &Meta) -> Result<Vec<u8>, Vec<LoadError>> {
-    let fail = |what: &str, value: &str| {
-        vec![LoadError {
-            file: meta.origin.file.to_string(),
-            line: meta.origin.line,
-            message: format!(
-                "invalid custom schema meta: invalid {what} {value:?}: must match ^[a-zA-Z0-9][a-zA-Z0-9._-]*$"
-            ),
-        }]
+fn custom_document(meta: &Meta) -> Result<Vec<u8>, LoadError> {
+    let fail = |what: &str, value: &str| LoadError {
+        file: meta.origin.file.to_string(),
+        line: meta.origin.line,
+        message: format!(
+            "invalid custom schema meta: invalid {what} {value:?}: must match ^[a-zA-Z0-9][a-zA-Z0-9._-]*$"
+        ),
     };
     if !is_simple_name(&meta.schema) {
         return Err(fail("schema", &meta.schema));

@@ -224,6 +224,16 @@ pub async fn collect<T>(mut s: tonic::Streaming<T>) -> Vec<T> {
     out
 }
 
+/// The names ListPackages streams, in its order.
+pub async fn package_names(c: &mut RegistryClient<Channel>) -> Vec<String> {
+    let request = olm_registry::api::ListPackageRequest {};
+    collect(c.list_packages(request).await.unwrap().into_inner())
+        .await
+        .into_iter()
+        .map(|p| p.name)
+        .collect()
+}
+
 /// (channel, package, name): the order ListBundles promises.
 pub fn list_order_key(b: &olm_registry::api::Bundle) -> (String, String, String) {
     (

@@ -1,12 +1,14 @@
-//! A TCP proxy on loopback that cuts connections mid-response, deterministically: the first
-//! `cuts` connections that carry more than `after` bytes from the server are reset at that
-//! point. It stands for a registry that goes away in the middle of a blob.
+//! TCP proxies on loopback that stand for a misbehaving registry. [`CuttingProxy`] cuts
+//! connections mid-response, deterministically: the first `cuts` connections that carry more
+//! than `after` bytes from the server are reset at that point (a registry that goes away in
+//! the middle of a blob). [`GateProxy`] holds every connection until it is opened (a registry
+//! that is slow to answer, for as long as a test needs).
 #![allow(dead_code)]
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
 
 pub struct CuttingProxy {
     pub addr: String,
@@ -48,6 +50,45 @@ impl CuttingProxy {
 
     pub fn cuts_made(&self) -> usize {
         self.cut.load(Ordering::SeqCst)
+    }
+}
+
+pub struct GateProxy {
+    pub addr: String,
+    open: Arc<(Mutex<bool>, Condvar)>,
+}
+
+impl GateProxy {
+    pub fn start(upstream: &str) -> GateProxy {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        let open = Arc::new((Mutex::new(false), Condvar::new()));
+        let (upstream, gate) = (upstream.to_owned(), open.clone());
+        std::thread::spawn(move || {
+            for client in listener.incoming() {
+                let Ok(client) = client else { break };
+                let (upstream, gate) = (upstream.clone(), gate.clone());
+                std::thread::spawn(move || {
+                    let (lock, opened) = &*gate;
+                    let _open = opened
+                        .wait_while(lock.lock().unwrap(), |open| !*open)
+                        .unwrap();
+                    let Ok(server) = TcpStream::connect(&upstream) else {
+                        return;
+                    };
+                    let (c2, s2) = (client.try_clone().unwrap(), server.try_clone().unwrap());
+                    std::thread::spawn(move || pipe(c2, s2, None));
+                    pipe(server, client, None);
+                });
+            }
+        });
+        GateProxy { addr, open }
+    }
+
+    /// Lets the held connections and all later ones through.
+    pub fn open(&self) {
+        *self.open.0.lock().unwrap() = true;
+        self.open.1.notify_all();
     }
 }
 

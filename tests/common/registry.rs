@@ -83,6 +83,26 @@ fn make_certs(dir: &Path) -> (PathBuf, PathBuf, PathBuf) {
 }
 
 impl TestRegistry {
+    /// Builds the catalog image of `dir` and pushes it to this (plain) registry as `name`
+    /// (`repo:tag`); returns the image reference.
+    pub fn push_catalog(&self, dir: &Path, name: &str, cache: &Path) -> String {
+        let tag = format!("{}/{name}", self.addr);
+        let out = Command::new(env!("CARGO_BIN_EXE_olm-registry"))
+            .args(["build", "catalog"])
+            .arg(dir)
+            .args(["--tag", &tag, "--insecure-registry", &self.addr])
+            .arg("--image-cache-dir")
+            .arg(cache)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        tag
+    }
+
     /// A registry over plain HTTP, no auth.
     pub fn plain() -> TestRegistry {
         Self::start(false)

@@ -9,12 +9,32 @@
 //! give up with `None`, and the caller parses the document with libyaml. So a document
 //! either gets libyaml's exact answer from here or goes to libyaml itself; the tests check
 //! the first half of that against libyaml on every YAML file of the test corpora.
+use super::MAX_DEPTH;
 use serde_json::{Map, Value};
 use std::borrow::Cow;
 
-/// The first document of `doc` as a JSON value, or `None` if it uses YAML outside the
-/// subset this reader knows (or is not valid YAML).
-pub(super) fn parse(doc: &[u8]) -> Option<Value> {
+/// Why the reader did not read a document.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum GaveUp {
+    /// YAML outside the subset this reader knows (or not valid YAML): libyaml must read it.
+    Unknown,
+    /// Collections nested deeper than [`MAX_DEPTH`], reached on this line of the document
+    /// (1-based). Up to there the reader read what libyaml reads, so libyaml would refuse the
+    /// document too; it is not asked, as it takes quadratic time over deep flow collections.
+    TooDeep(usize),
+}
+
+/// The first document of `doc` as a JSON value.
+pub(super) fn parse(doc: &[u8]) -> Result<Value, GaveUp> {
+    let mut too_deep = None;
+    read(doc, &mut too_deep).ok_or(match too_deep {
+        Some(line) => GaveUp::TooDeep(line),
+        None => GaveUp::Unknown,
+    })
+}
+
+/// The document, or `None` with `too_deep` set if that is why.
+fn read(doc: &[u8], too_deep: &mut Option<usize>) -> Option<Value> {
     if doc.iter().any(|&b| b == b'\t' || b == b'\r') {
         return None;
     }
@@ -57,15 +77,19 @@ pub(super) fn parse(doc: &[u8]) -> Option<Value> {
         lines,
         pos: first,
         end,
+        depth: 0,
+        too_deep: None,
     };
     let root = reader.lines[first];
     let value = if dash_rest(root.text).is_some() {
-        reader.sequence(root.indent)?
+        reader.sequence(root.indent)
     } else if split_key(root.text).is_some() {
-        reader.mapping(root.indent)?
+        reader.mapping(root.indent)
     } else {
         return None;
     };
+    *too_deep = reader.too_deep;
+    let value = value?;
     reader.peek().is_none().then_some(value)
 }
 
@@ -105,6 +129,10 @@ struct Reader<'a> {
     /// The next line to read.
     pos: usize,
     end: End,
+    /// Collections around the node being read.
+    depth: usize,
+    /// The line where nesting went past [`MAX_DEPTH`].
+    too_deep: Option<usize>,
 }
 
 /// What follows the last of the document's lines.
@@ -138,6 +166,10 @@ impl<'a> Reader<'a> {
     }
 
     fn mapping(&mut self, indent: usize) -> Option<Value> {
+        deeper(self, |r| r.mapping_entries(indent))
+    }
+
+    fn mapping_entries(&mut self, indent: usize) -> Option<Value> {
         let mut map = Map::new();
         while let Some(line) = self.peek() {
             if line.indent < indent {
@@ -157,6 +189,10 @@ impl<'a> Reader<'a> {
     }
 
     fn sequence(&mut self, indent: usize) -> Option<Value> {
+        deeper(self, |r| r.sequence_items(indent))
+    }
+
+    fn sequence_items(&mut self, indent: usize) -> Option<Value> {
         let mut items = Vec::new();
         while let Some(line) = self.peek() {
             if line.indent < indent {
@@ -233,8 +269,18 @@ impl<'a> Reader<'a> {
                 only_comment(after).then_some(Value::String(value))
             }
             b'[' | b'{' => {
-                let mut flow = Flow { text, pos: 0 };
-                let value = flow.node()?;
+                let mut flow = Flow {
+                    text,
+                    pos: 0,
+                    depth: self.depth,
+                    too_deep: false,
+                };
+                let value = flow.node();
+                if flow.too_deep {
+                    // The flow collection is on the line just consumed.
+                    self.too_deep = Some(self.pos);
+                }
+                let value = value?;
                 only_comment(&text[flow.pos..]).then_some(value)
             }
             _ => self.plain(text, indent),
@@ -384,6 +430,46 @@ impl<'a> Reader<'a> {
         self.pos = end;
         Some(Value::String(out))
     }
+}
+
+/// A reader that counts the collections around the node it reads.
+trait Nesting {
+    fn depth(&mut self) -> &mut usize;
+    /// Records that nesting went too deep here.
+    fn too_deep(&mut self);
+}
+
+impl Nesting for Reader<'_> {
+    fn depth(&mut self) -> &mut usize {
+        &mut self.depth
+    }
+
+    fn too_deep(&mut self) {
+        // The collection starts on the next line to read.
+        self.too_deep = Some(self.pos + 1);
+    }
+}
+
+impl Nesting for Flow<'_> {
+    fn depth(&mut self) -> &mut usize {
+        &mut self.depth
+    }
+
+    fn too_deep(&mut self) {
+        self.too_deep = true;
+    }
+}
+
+/// Runs `read` on a collection one level deeper, or gives up past [`MAX_DEPTH`].
+fn deeper<R: Nesting>(reader: &mut R, read: impl FnOnce(&mut R) -> Option<Value>) -> Option<Value> {
+    if *reader.depth() == MAX_DEPTH {
+        reader.too_deep();
+        return None;
+    }
+    *reader.depth() += 1;
+    let value = read(reader);
+    *reader.depth() -= 1;
+    value
 }
 
 #[derive(Clone, Copy)]
@@ -614,6 +700,9 @@ fn resolve_plain(text: &str) -> Option<Value> {
 struct Flow<'t> {
     text: &'t str,
     pos: usize,
+    /// Collections around the node being read, as in [`Reader`].
+    depth: usize,
+    too_deep: bool,
 }
 
 impl Flow<'_> {
@@ -630,51 +719,55 @@ impl Flow<'_> {
     fn node(&mut self) -> Option<Value> {
         self.skip_spaces();
         match self.peek()? {
-            b'[' => {
-                self.pos += 1;
-                let mut items = Vec::new();
-                self.skip_spaces();
-                if self.peek()? == b']' {
-                    self.pos += 1;
-                    return Some(Value::Array(items));
-                }
-                loop {
-                    items.push(self.node()?);
-                    if self.separator(b']')? {
-                        return Some(Value::Array(items));
-                    }
-                }
-            }
-            b'{' => {
-                self.pos += 1;
-                let mut map = Map::new();
-                self.skip_spaces();
-                if self.peek()? == b'}' {
-                    self.pos += 1;
-                    return Some(Value::Object(map));
-                }
-                loop {
-                    let Value::String(key) = self.scalar()? else {
-                        return None;
-                    };
-                    self.skip_spaces();
-                    if self.peek()? != b':' {
-                        return None;
-                    }
-                    self.pos += 1;
-                    if self.peek()? != b' ' {
-                        return None;
-                    }
-                    let value = self.node()?;
-                    if map.insert(key, value).is_some() {
-                        return None;
-                    }
-                    if self.separator(b'}')? {
-                        return Some(Value::Object(map));
-                    }
-                }
-            }
+            b'[' => deeper(self, Self::sequence),
+            b'{' => deeper(self, Self::mapping),
             _ => self.scalar(),
+        }
+    }
+
+    fn sequence(&mut self) -> Option<Value> {
+        let mut items = Vec::new();
+        self.entries(b']', |flow| {
+            items.push(flow.node()?);
+            Some(())
+        })?;
+        Some(Value::Array(items))
+    }
+
+    fn mapping(&mut self) -> Option<Value> {
+        let mut map = Map::new();
+        self.entries(b'}', |flow| {
+            let Value::String(key) = flow.scalar()? else {
+                return None;
+            };
+            flow.skip_spaces();
+            if flow.peek()? != b':' {
+                return None;
+            }
+            flow.pos += 1;
+            if flow.peek()? != b' ' {
+                return None;
+            }
+            let value = flow.node()?;
+            map.insert(key, value).is_none().then_some(())
+        })?;
+        Some(Value::Object(map))
+    }
+
+    /// Reads the entries of the collection opening here, one `entry` at a time, through its
+    /// `close`.
+    fn entries(&mut self, close: u8, mut entry: impl FnMut(&mut Self) -> Option<()>) -> Option<()> {
+        self.pos += 1;
+        self.skip_spaces();
+        if self.peek()? == close {
+            self.pos += 1;
+            return Some(());
+        }
+        loop {
+            entry(self)?;
+            if self.separator(close)? {
+                return Some(());
+            }
         }
     }
 

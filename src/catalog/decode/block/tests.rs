@@ -1,11 +1,11 @@
-use super::parse;
+use super::{GaveUp, parse};
 use crate::catalog::decode::libyaml;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 
 /// The fast reader either gives up or agrees with libyaml.
 fn agrees(doc: &str) -> Option<Value> {
-    let fast = parse(doc.as_bytes());
+    let fast = parse(doc.as_bytes()).ok();
     if let Some(value) = &fast {
         let slow = libyaml(doc.as_bytes())
             .unwrap_or_else(|e| panic!("fast reader accepted what libyaml refuses ({e}):\n{doc}"));
@@ -21,7 +21,7 @@ fn reads(doc: &str, expected: Value) {
 
 #[track_caller]
 fn leaves_to_libyaml(doc: &str) {
-    assert_eq!(parse(doc.as_bytes()), None, "{doc}");
+    assert_eq!(parse(doc.as_bytes()), Err(GaveUp::Unknown), "{doc}");
 }
 
 #[test]
@@ -51,7 +51,7 @@ fn scalars_resolve_as_libyaml_does() {
 
 #[test]
 fn infinite_floats_go_to_libyaml_and_fail_there() {
-    assert_eq!(parse(b"j: .inf\n"), None);
+    assert_eq!(parse(b"j: .inf\n"), Err(GaveUp::Unknown));
 }
 
 #[test]
@@ -367,4 +367,47 @@ fn agrees_with_libyaml_on_generated_documents() {
     }
     // The generator must keep reaching the fast path, or the test proves nothing.
     assert!(answered > 2_000, "only {answered} documents answered");
+}
+
+/// `levels` nested collections: block mappings, compact block sequences, or flow sequences.
+fn nested(kind: &str, levels: usize) -> String {
+    match kind {
+        "block" => (0..levels)
+            .map(|i| format!("{}k:\n", " ".repeat(i)))
+            .collect(),
+        "compact" => format!("v:\n{}x\n", "- ".repeat(levels - 1)),
+        _ => format!("v: {}{}\n", "[".repeat(levels - 1), "]".repeat(levels - 1)),
+    }
+}
+
+#[test]
+fn nesting_is_read_to_the_limit_and_refused_past_it_with_its_line() {
+    use crate::catalog::decode::MAX_DEPTH;
+    for kind in ["block", "compact", "flow"] {
+        let at_limit = nested(kind, MAX_DEPTH);
+        assert!(agrees(&at_limit).is_some(), "{kind}");
+        let expected_line = match kind {
+            "block" => MAX_DEPTH + 1,
+            "compact" => 2,
+            _ => 1,
+        };
+        for levels in [MAX_DEPTH + 1, 100_000] {
+            if kind == "block" && levels > MAX_DEPTH + 1 {
+                continue; // quadratic in size; the limit is what matters
+            }
+            let doc = nested(kind, levels);
+            assert_eq!(
+                parse(doc.as_bytes()),
+                Err(GaveUp::TooDeep(expected_line)),
+                "{kind} {levels}"
+            );
+        }
+        let past = nested(kind, MAX_DEPTH + 1);
+        let e = libyaml(past.as_bytes()).expect_err("libyaml refuses it too");
+        assert!(
+            e.to_string()
+                .contains(": nesting deeper than 100 levels at line "),
+            "{kind}: {e}"
+        );
+    }
 }
