@@ -7,6 +7,7 @@ mod migrate;
 mod mirror;
 mod probe;
 mod render;
+mod render_graph;
 mod resolve;
 mod serve;
 mod validate;
@@ -46,6 +47,7 @@ enum Command {
     Serve(serve::ServeArgs),
     Validate(validate::ValidateArgs),
     Render(render::RenderArgs),
+    RenderGraph(render_graph::RenderGraphArgs),
     Migrate(migrate::MigrateArgs),
     Build(build::BuildArgs),
     Add(add::AddArgs),
@@ -89,6 +91,7 @@ pub fn main() -> i32 {
         Command::Validate(args) => validate::run(args),
         Command::Render(args) => render::run(args, cli.use_http, cli.skip_tls_verify),
         Command::Migrate(args) => migrate::run(args),
+        Command::RenderGraph(args) => render_graph::run(args, cli.use_http, cli.skip_tls_verify),
         Command::Resolve(args) => resolve::run(args, cli.use_http, cli.skip_tls_verify),
         Command::Mirror(args) => mirror::run(args, cli.use_http, cli.skip_tls_verify),
         Command::HealthProbe { args } => probe::run(&args),
