@@ -221,7 +221,8 @@ fn filter_channel<'v>(
                 || !filtered.skip_range.is_empty();
             let never_had_edges =
                 e.replaces.is_empty() && e.skips.is_empty() && e.skip_range.is_empty();
-            if !has_edges && !(never_had_edges && version(&e.name) >= min_version) {
+            let kept_bare = never_had_edges && version(&e.name) >= min_version;
+            if !has_edges && !kept_bare {
                 continue;
             }
         }
