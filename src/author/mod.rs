@@ -2,6 +2,8 @@
 //! (next) catalog diffs. Everything here works on [`DeclarativeConfig`]s; acquiring them
 //! from references is the caller's business.
 pub mod mermaid;
+pub mod semver_template;
+pub mod template;
 
 use crate::catalog::property::{self, Typed};
 use crate::catalog::semver::Version;
@@ -49,3 +51,6 @@ pub fn bundle_versions(dc: &DeclarativeConfig) -> Result<HashMap<String, Version
     }
     Ok(versions)
 }
+
+#[cfg(test)]
+mod tests;

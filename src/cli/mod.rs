@@ -10,6 +10,7 @@ mod render;
 mod render_graph;
 mod resolve;
 mod serve;
+mod template;
 mod validate;
 
 use clap::{Parser, Subcommand};
@@ -48,6 +49,8 @@ enum Command {
     Validate(validate::ValidateArgs),
     Render(render::RenderArgs),
     RenderGraph(render_graph::RenderGraphArgs),
+    RenderTemplate(template::RenderTemplateArgs),
+    ConvertTemplate(template::ConvertTemplateArgs),
     Migrate(migrate::MigrateArgs),
     Build(build::BuildArgs),
     Add(add::AddArgs),
@@ -92,6 +95,10 @@ pub fn main() -> i32 {
         Command::Render(args) => render::run(args, cli.use_http, cli.skip_tls_verify),
         Command::Migrate(args) => migrate::run(args),
         Command::RenderGraph(args) => render_graph::run(args, cli.use_http, cli.skip_tls_verify),
+        Command::RenderTemplate(args) => {
+            template::run_render(args, cli.use_http, cli.skip_tls_verify)
+        }
+        Command::ConvertTemplate(args) => template::run_convert(args),
         Command::Resolve(args) => resolve::run(args, cli.use_http, cli.skip_tls_verify),
         Command::Mirror(args) => mirror::run(args, cli.use_http, cli.skip_tls_verify),
         Command::HealthProbe { args } => probe::run(&args),
