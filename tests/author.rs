@@ -139,3 +139,217 @@ fn mermaid_m4_skip_range() {
     );
     assert_eq!(stdout, expected);
 }
+
+const REF_TEMPLATE: &str = "quay.io/example/{{.Package}}-bundle:v{{.Version}}";
+
+fn real_bundles() -> Option<std::path::PathBuf> {
+    common::shared_testdata("real/bundles")
+}
+
+fn images_yaml(dirs: &[String]) -> String {
+    dirs.iter().map(|d| format!("  - image: {d}\n")).collect()
+}
+
+/// Renders `template` (a file in `dir`) into `dir/catalog/catalog.json`, with `extra` flags.
+fn render_template_to_catalog(
+    dir: &std::path::Path,
+    template: &str,
+    extra: &[&str],
+) -> std::path::PathBuf {
+    let file = dir.join("template.yaml");
+    common::write(&file, template);
+    let mut args = vec!["render-template", file.to_str().unwrap()];
+    args.extend_from_slice(extra);
+    let (code, stdout, stderr) = run(&args);
+    assert_eq!(code, 0, "{stderr}");
+    let catalog = dir.join("catalog");
+    common::write(&catalog.join("catalog.json"), &stdout);
+    catalog
+}
+
+fn channel_lines(dc: &olm_registry::catalog::DeclarativeConfig) -> Vec<String> {
+    dc
+        .channels
+        .iter()
+        .map(|c| {
+            let entries: Vec<String> = c
+                .entries
+                .iter()
+                .map(|e| format!("{} <{}> [{}]", e.name, e.replaces, e.skips.join(" ")))
+                .collect();
+            format!("{}: {}", c.name, entries.join("; "))
+        })
+        .collect()
+}
+
+#[test]
+fn semver_template_of_real_bundles_renders_a_valid_catalog() {
+    let Some(bundles) = real_bundles() else {
+        return;
+    };
+    let etcd = |v: &str| bundles.join("etcd").join(v).to_str().unwrap().to_owned();
+    let candidate: Vec<String> = ["0.6.1", "0.9.0", "0.9.2", "0.9.4"].map(etcd).into();
+    let stable: Vec<String> = ["0.9.0", "0.9.2"].map(etcd).into();
+    let template = format!(
+        "schema: olm.semver\ngenerateMajorChannels: true\ngenerateMinorChannels: true\ncandidate:\n  bundles:\n{}stable:\n  bundles:\n{}",
+        images_yaml(&candidate),
+        images_yaml(&stable)
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let catalog = render_template_to_catalog(
+        dir.path(),
+        &template,
+        &["--alpha-image-ref-template", REF_TEMPLATE],
+    );
+    let dc = olm_registry::catalog::walk::load_dir(&catalog).unwrap();
+    assert_eq!(
+        channel_lines(&dc),
+        [
+            "candidate-v0: etcdoperator.v0.6.1 <> []; etcdoperator.v0.9.0 <> []; etcdoperator.v0.9.2 <> []; etcdoperator.v0.9.4 <etcdoperator.v0.6.1> [etcdoperator.v0.9.0 etcdoperator.v0.9.2]",
+            "candidate-v0.6: etcdoperator.v0.6.1 <> []",
+            "candidate-v0.9: etcdoperator.v0.9.0 <> []; etcdoperator.v0.9.2 <> []; etcdoperator.v0.9.4 <etcdoperator.v0.6.1> [etcdoperator.v0.9.0 etcdoperator.v0.9.2]",
+            "stable-v0: etcdoperator.v0.9.0 <> []; etcdoperator.v0.9.2 <> [etcdoperator.v0.9.0]",
+            "stable-v0.9: etcdoperator.v0.9.0 <> []; etcdoperator.v0.9.2 <> [etcdoperator.v0.9.0]",
+        ]
+    );
+    let package = &dc.packages[0];
+    assert_eq!(
+        (package.name.as_str(), package.default_channel.as_str()),
+        ("etcd", "stable-v0.9")
+    );
+    // The package takes the default channel head's CSV description and icon.
+    assert!(
+        package.description.starts_with("The etcd Operater creates"),
+        "{}",
+        package.description
+    );
+    assert_eq!(package.icon.as_ref().unwrap().mediatype, "image/png");
+    let images: Vec<&str> = dc.bundles.iter().map(|b| b.image.as_str()).collect();
+    assert_eq!(
+        images,
+        [
+            "quay.io/example/etcd-bundle:v0.6.1",
+            "quay.io/example/etcd-bundle:v0.9.0",
+            "quay.io/example/etcd-bundle:v0.9.2",
+            "quay.io/example/etcd-bundle:v0.9.4",
+        ]
+    );
+    let (code, _, stderr) = run(&["validate", catalog.to_str().unwrap()]);
+    assert_eq!((code, stderr.as_str()), (0, ""));
+
+    // Every bundle of two more real operators, minor channels only, validates too.
+    for package in ["node-healthcheck-operator", "prometheus"] {
+        let mut dirs: Vec<String> = std::fs::read_dir(bundles.join(package))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.is_dir())
+            .map(|p| p.to_str().unwrap().to_owned())
+            .collect();
+        dirs.sort();
+        let template = format!(
+            "schema: olm.semver\nfast:\n  bundles:\n{}",
+            images_yaml(&dirs)
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let catalog = render_template_to_catalog(
+            dir.path(),
+            &template,
+            &["--alpha-image-ref-template", REF_TEMPLATE],
+        );
+        let dc = olm_registry::catalog::walk::load_dir(&catalog).unwrap();
+        assert_eq!(dc.bundles.len(), dirs.len(), "{package}");
+        let (code, _, stderr) = run(&["validate", catalog.to_str().unwrap()]);
+        assert_eq!((code, stderr.as_str()), (0, ""), "{package}");
+    }
+}
+
+#[test]
+fn basic_template_of_bundle_directories() {
+    let Some(bundles) = real_bundles() else {
+        return;
+    };
+    let etcd = |v: &str| bundles.join("etcd").join(v).to_str().unwrap().to_owned();
+    let template = format!(
+        "schema: olm.template.basic
+entries:
+- {{schema: olm.package, name: etcd, defaultChannel: alpha}}
+- schema: olm.channel
+  package: etcd
+  name: alpha
+  entries:
+  - {{name: etcdoperator.v0.9.2}}
+  - {{name: etcdoperator.v0.9.4, replaces: etcdoperator.v0.9.2}}
+- {{schema: olm.bundle, image: {}}}
+- {{schema: olm.bundle, image: {}}}
+",
+        etcd("0.9.4"),
+        etcd("0.9.2")
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let catalog = render_template_to_catalog(
+        dir.path(),
+        &template,
+        &["--alpha-image-ref-template", REF_TEMPLATE],
+    );
+    let dc = olm_registry::catalog::walk::load_dir(&catalog).unwrap();
+    let bundles: Vec<(&str, &str)> = dc
+        .bundles
+        .iter()
+        .map(|b| (b.name.as_str(), b.image.as_str()))
+        .collect();
+    assert_eq!(
+        bundles,
+        [
+            ("etcdoperator.v0.9.2", "quay.io/example/etcd-bundle:v0.9.2"),
+            ("etcdoperator.v0.9.4", "quay.io/example/etcd-bundle:v0.9.4"),
+        ]
+    );
+    let (code, _, stderr) = run(&["validate", catalog.to_str().unwrap()]);
+    assert_eq!((code, stderr.as_str()), (0, ""));
+}
+
+#[test]
+fn render_template_command_line_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("t.yaml");
+    common::write(&file, "schema: olm.unknown\n");
+    let path = file.to_str().unwrap();
+    let error = |args: &[&str]| {
+        let (code, stdout, stderr) = run(args);
+        assert_eq!((code, stdout.as_str()), (1, ""), "{args:?}");
+        stderr
+    };
+    assert_eq!(
+        error(&["render-template", "composite", path]),
+        "error: invalid template type \"composite\", must be one of: [basic semver]\n"
+    );
+    assert_eq!(
+        error(&["render-template", path, "-o", "xml"]),
+        "error: invalid --output value \"xml\", expected (json|yaml|mermaid)\n"
+    );
+    assert_eq!(
+        error(&["render-template", path]),
+        "error: auto-detecting template type: unknown template schema: olm.unknown\n"
+    );
+    let missing = dir.path().join("missing.yaml");
+    assert!(
+        error(&["render-template", missing.to_str().unwrap()]).starts_with(&format!(
+            "error: unable to open {:?}: ",
+            missing.to_str().unwrap()
+        ))
+    );
+    common::write(
+        &file,
+        &format!("schema: olm.semver\nstable: {{bundles: [{{image: {path}}}]}}\n"),
+    );
+    assert_eq!(
+        error(&["render-template", path]),
+        format!(
+            "error: rendering template: render reference {path:?}: ref {path:?} is not a directory: not allowed\n"
+        )
+    );
+    assert_eq!(
+        error(&["convert-template", "basic", path, "-o", "mermaid"]),
+        "error: invalid --output value \"mermaid\", expected (json|yaml)\n"
+    );
+}
