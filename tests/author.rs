@@ -1,8 +1,11 @@
 //! Catalog-author commands against the acceptance vectors of catalog-templates.md §6, run
 //! through the real binary.
 mod common;
+#[path = "common/registry.rs"]
+mod registry;
 
 use common::{fixture, run};
+use registry::TestRegistry;
 
 const HEADER: &str = "graph LR
   classDef deprecated fill:#E8960F
@@ -168,8 +171,7 @@ fn render_template_to_catalog(
 }
 
 fn channel_lines(dc: &olm_registry::catalog::DeclarativeConfig) -> Vec<String> {
-    dc
-        .channels
+    dc.channels
         .iter()
         .map(|c| {
             let entries: Vec<String> = c
@@ -352,4 +354,72 @@ fn render_template_command_line_errors() {
         error(&["convert-template", "basic", path, "-o", "mermaid"]),
         "error: invalid --output value \"mermaid\", expected (json|yaml)\n"
     );
+}
+
+/// Templates whose bundles are images in a real registry: each rendered bundle is exactly
+/// what `render <image>` makes of it, and a semver template of the same images validates.
+#[test]
+fn templates_of_bundle_images_in_a_registry() {
+    let Some(bundles) = real_bundles() else {
+        return;
+    };
+    let reg = TestRegistry::plain();
+    let cache = tempfile::tempdir().unwrap();
+    let flags = [
+        "--insecure-registry",
+        &reg.addr,
+        "--image-cache-dir",
+        cache.path().to_str().unwrap(),
+    ];
+    let mut tags = Vec::new();
+    for version in ["0.9.2", "0.9.4"] {
+        let dir = bundles.join("etcd").join(version);
+        let tag = format!("{}/bundles/etcd:v{version}", reg.addr);
+        let mut args = vec!["build", "bundle", dir.to_str().unwrap(), "--tag", &tag];
+        args.extend_from_slice(&flags);
+        let (code, _, stderr) = run(&args);
+        assert_eq!(code, 0, "{stderr}");
+        tags.push(tag);
+    }
+    let template = format!(
+        "schema: olm.template.basic
+entries:
+- {{schema: olm.package, name: etcd, defaultChannel: alpha}}
+- {{schema: olm.channel, package: etcd, name: alpha, entries: [{{name: etcdoperator.v0.9.2}}, {{name: etcdoperator.v0.9.4, replaces: etcdoperator.v0.9.2}}]}}
+- {{schema: olm.bundle, image: \"{}\"}}
+- {{schema: olm.bundle, image: \"{}\"}}
+",
+        tags[1], tags[0]
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let catalog = render_template_to_catalog(dir.path(), &template, &flags);
+    let dc = olm_registry::catalog::walk::load_dir(&catalog).unwrap();
+    assert_eq!(dc.bundles.len(), 2);
+    for (bundle, tag) in dc.bundles.iter().zip(&tags) {
+        let mut args = vec!["render", tag.as_str()];
+        args.extend_from_slice(&flags);
+        let (code, rendered, stderr) = run(&args);
+        assert_eq!(code, 0, "{stderr}");
+        let alone = dir.path().join("alone");
+        common::write(&alone.join("catalog.json"), &rendered);
+        let expected = olm_registry::catalog::walk::load_dir(&alone).unwrap();
+        let strip = |b: &olm_registry::catalog::Bundle| olm_registry::catalog::Bundle {
+            origin: Default::default(),
+            ..b.clone()
+        };
+        assert_eq!(strip(bundle), strip(&expected.bundles[0]), "{tag}");
+    }
+    assert_eq!(run(&["validate", catalog.to_str().unwrap()]).0, 0);
+
+    let semver = format!(
+        "schema: olm.semver\nstable: {{bundles: [{{image: \"{}\"}}, {{image: \"{}\"}}]}}\n",
+        tags[0], tags[1]
+    );
+    let catalog = render_template_to_catalog(dir.path(), &semver, &flags);
+    let dc = olm_registry::catalog::walk::load_dir(&catalog).unwrap();
+    assert_eq!(
+        channel_lines(&dc),
+        ["stable-v0.9: etcdoperator.v0.9.2 <> []; etcdoperator.v0.9.4 <> [etcdoperator.v0.9.2]"]
+    );
+    assert_eq!(run(&["validate", catalog.to_str().unwrap()]).0, 0);
 }
