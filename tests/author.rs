@@ -423,3 +423,120 @@ entries:
     );
     assert_eq!(run(&["validate", catalog.to_str().unwrap()]).0, 0);
 }
+
+fn diff_args<'a>(old: &'a str, new: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec!["diff", old, new];
+    args.extend_from_slice(extra);
+    args
+}
+
+/// A hand-made update that strands a.v1.0.0: the new head replaces only a.v1.2.0 and skips
+/// the range holding a.v1.1.0 (whose version is known only from the old catalog).
+#[test]
+fn diff_of_a_hand_made_pair_with_a_broken_path() {
+    let old = fixture("author/diff-old");
+    let new = fixture("author/diff-new");
+    let (old, new) = (old.to_str().unwrap(), new.to_str().unwrap());
+    let expected = "+ package new
+- package gone
+~ package a
+    default channel fast -> stable
+    - channel fast
+    + bundle a.v2.0.0
+    - bundle a.v1.0.0
+    - bundle a.v1.1.0
+    ~ channel stable
+        head a.v1.2.0 -> a.v2.0.0
+        + edge a.v2.0.0 replaces a.v1.2.0
+        + edge a.v2.0.0 skipRange >=1.1.0 <1.2.0
+        - edge a.v1.1.0 replaces a.v1.0.0
+        - edge a.v1.2.0 replaces a.v1.1.0
+        ! a.v1.0.0 can no longer upgrade to the head
+";
+    assert_eq!(
+        run(&diff_args(old, new, &[])),
+        (0, expected.to_owned(), String::new())
+    );
+    assert_eq!(
+        run(&diff_args(old, new, &["--fail-on-broken-paths"])),
+        (1, expected.to_owned(), String::new())
+    );
+    let (code, json, _) = run(&diff_args(old, new, &["-o", "json"]));
+    assert_eq!(code, 0);
+    let json: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(
+        json,
+        serde_json::json!({
+            "packagesAdded": ["new"],
+            "packagesRemoved": ["gone"],
+            "packagesChanged": [{
+                "name": "a",
+                "defaultChannel": {"old": "fast", "new": "stable"},
+                "channelsRemoved": ["fast"],
+                "bundlesAdded": ["a.v2.0.0"],
+                "bundlesRemoved": ["a.v1.0.0", "a.v1.1.0"],
+                "channelsChanged": [{
+                    "name": "stable",
+                    "head": {"old": "a.v1.2.0", "new": "a.v2.0.0"},
+                    "edgesAdded": ["a.v2.0.0 replaces a.v1.2.0", "a.v2.0.0 skipRange >=1.1.0 <1.2.0"],
+                    "edgesRemoved": ["a.v1.1.0 replaces a.v1.0.0", "a.v1.2.0 replaces a.v1.1.0"],
+                    "lostUpgradePaths": ["a.v1.0.0"],
+                }],
+            }],
+        })
+    );
+    let (code, yaml, _) = run(&diff_args(old, new, &["-o", "yaml"]));
+    assert_eq!(code, 0);
+    assert_eq!(
+        serde_yaml::from_str::<serde_json::Value>(&yaml).unwrap(),
+        json
+    );
+
+    // Rolling the update back strands whoever already runs a.v2.0.0.
+    let (code, text, _) = run(&diff_args(new, old, &["--fail-on-broken-paths"]));
+    assert_eq!(code, 1);
+    assert!(
+        text.ends_with("        ! a.v2.0.0 can no longer upgrade to the head\n"),
+        "{text}"
+    );
+    // A catalog compared with itself has no differences.
+    assert_eq!(
+        run(&diff_args(old, old, &["--fail-on-broken-paths"])),
+        (0, String::new(), String::new())
+    );
+}
+
+#[test]
+fn diff_errors_exit_2_and_name_the_reference() {
+    let old = fixture("author/diff-old");
+    let (code, stdout, stderr) = run(&diff_args(
+        old.to_str().unwrap(),
+        "/nonexistent/catalog",
+        &[],
+    ));
+    assert_eq!((code, stdout.as_str()), (2, ""));
+    assert!(
+        stderr.starts_with("error: ") && stderr.contains("/nonexistent/catalog"),
+        "{stderr}"
+    );
+}
+
+/// The real community catalog update v4.16 → v4.20: packages come and go, dell-csm-operator
+/// moves its head, and multicluster-global-hub-operator v1.5.0 loses its upgrade path in
+/// release-1.6.
+#[test]
+fn diff_of_the_real_community_catalogs() {
+    let (Some(old), Some(new)) = (
+        common::shared_testdata("real/community-catalog-v4.16"),
+        common::shared_testdata("real/community-catalog-v4.20"),
+    ) else {
+        return;
+    };
+    let expected = std::fs::read_to_string(fixture("author/community-v4.16-v4.20.diff")).unwrap();
+    let args = diff_args(
+        old.to_str().unwrap(),
+        new.to_str().unwrap(),
+        &["--fail-on-broken-paths"],
+    );
+    assert_eq!(run(&args), (1, expected, String::new()));
+}

@@ -1,6 +1,7 @@
 //! Tools for catalog authors: templates that render to FBC, upgrade-graph pictures, and
 //! (next) catalog diffs. Everything here works on [`DeclarativeConfig`]s; acquiring them
 //! from references is the caller's business.
+pub mod diff;
 pub mod mermaid;
 pub mod semver_template;
 pub mod template;

@@ -11,7 +11,7 @@ pub mod csv;
 pub mod decode;
 mod fields;
 pub(crate) use fields::kind_name;
-mod graph;
+pub(crate) mod graph;
 mod image_ref;
 pub mod json;
 pub mod model;

@@ -2,6 +2,7 @@
 //! opm has the same command, its flags and defaults are accepted (opm-cli.md).
 mod add;
 mod build;
+mod diff;
 mod images;
 mod migrate;
 mod mirror;
@@ -56,6 +57,7 @@ enum Command {
     Add(add::AddArgs),
     Resolve(resolve::ResolveArgs),
     Mirror(mirror::MirrorArgs),
+    Diff(diff::DiffArgs),
     /// Check a server's health like grpc_health_probe (also runs when invoked as `grpc_health_probe`).
     HealthProbe {
         /// grpc_health_probe flags, e.g. -addr=:50051 -service=Registry -connect-timeout=1s -rpc-timeout=1s.
@@ -101,6 +103,7 @@ pub fn main() -> i32 {
         Command::ConvertTemplate(args) => template::run_convert(args),
         Command::Resolve(args) => resolve::run(args, cli.use_http, cli.skip_tls_verify),
         Command::Mirror(args) => mirror::run(args, cli.use_http, cli.skip_tls_verify),
+        Command::Diff(args) => diff::run(args, cli.use_http, cli.skip_tls_verify),
         Command::HealthProbe { args } => probe::run(&args),
         Command::Version => {
             println!("olm-registry {}", env!("CARGO_PKG_VERSION"));
