@@ -540,3 +540,132 @@ fn diff_of_the_real_community_catalogs() {
     );
     assert_eq!(run(&args), (1, expected, String::new()));
 }
+
+/// The SVG picture of the star-wars fixture is well-formed XML with one element per
+/// channel entry and per edge, heads and deprecated bundles marked, and a real renderer
+/// (librsvg) turns it into a PNG without complaint.
+#[test]
+fn svg_picture_holds_every_bundle_and_edge_and_renders() {
+    let catalog = fixture("author/star-wars");
+    let (code, svg, stderr) = run(&["render-graph", catalog.to_str().unwrap(), "-o", "svg"]);
+    assert_eq!((code, stderr.as_str()), (0, ""));
+    let doc = roxmltree::Document::parse(&svg).expect("the SVG is well-formed XML");
+    let with_class = |class: &str| -> Vec<roxmltree::Node> {
+        doc.descendants()
+            .filter(|n| {
+                n.attribute("class")
+                    .is_some_and(|c| c.split(' ').any(|w| w == class))
+            })
+            .collect()
+    };
+    let names = |class: &str| -> Vec<String> {
+        with_class(class)
+            .iter()
+            .map(|n| n.attribute("data-name").unwrap().to_owned())
+            .collect()
+    };
+    assert_eq!(
+        names("bundle"),
+        [
+            "anakin.v0.0.1",
+            "anakin.v0.1.0",
+            "anakin.v0.1.1",
+            "anakin.v0.0.1",
+            "anakin.v0.1.0",
+            "boba-fett.v1.0.0",
+            "boba-fett.v2.0.0",
+        ]
+    );
+    assert_eq!(
+        names("head"),
+        ["anakin.v0.1.1", "anakin.v0.1.0", "boba-fett.v2.0.0"]
+    );
+    assert_eq!(names("deprecated"), ["anakin.v0.0.1", "anakin.v0.0.1"]);
+    let edges: Vec<String> = with_class("edge")
+        .iter()
+        .map(|n| {
+            format!(
+                "{} {} {}",
+                n.attribute("data-to").unwrap(),
+                n.attribute("class").unwrap().trim_start_matches("edge "),
+                n.attribute("data-from").unwrap()
+            )
+        })
+        .collect();
+    assert_eq!(
+        edges,
+        [
+            "anakin.v0.1.0 replaces anakin.v0.0.1",
+            "anakin.v0.1.1 replaces anakin.v0.0.1",
+            "anakin.v0.1.1 skips anakin.v0.1.0",
+            "anakin.v0.1.0 replaces anakin.v0.0.1",
+            "boba-fett.v2.0.0 replaces boba-fett.v1.0.0",
+        ]
+    );
+    let channels: Vec<&str> = with_class("channel")
+        .iter()
+        .map(|n| n.attribute("id").unwrap())
+        .collect();
+    assert_eq!(
+        channels,
+        [
+            "channel-anakin-dark",
+            "channel-anakin-light",
+            "channel-boba-fett-mando"
+        ]
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    let (svg_file, png_file) = (dir.path().join("g.svg"), dir.path().join("g.png"));
+    common::write(&svg_file, &svg);
+    let out = std::process::Command::new("rsvg-convert")
+        .arg(&svg_file)
+        .arg("-o")
+        .arg(&png_file)
+        .output()
+        .expect("rsvg-convert (librsvg2-bin, installed by scripts/test.sh)");
+    assert_eq!(
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned()
+        ),
+        (Some(0), String::new())
+    );
+    let png = std::fs::read(&png_file).unwrap();
+    assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
+}
+
+#[test]
+fn svg_skip_range_edges_and_refused_flags() {
+    let catalog = fixture("author/skip-range");
+    let catalog = catalog.to_str().unwrap();
+    let (code, svg, _) = run(&["render-graph", catalog, "-o", "svg"]);
+    assert_eq!(code, 0);
+    let doc = roxmltree::Document::parse(&svg).unwrap();
+    let ranges: Vec<(&str, &str)> = doc
+        .descendants()
+        .filter(|n| n.attribute("class") == Some("edge skipRange"))
+        .map(|n| {
+            (
+                n.attribute("data-from").unwrap(),
+                n.attribute("data-to").unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(ranges, [("p.v1.0.0", "p.v2.0.0"), ("p.v1.1.0", "p.v2.0.0")]);
+    let (code, _, stderr) = run(&[
+        "render-graph",
+        catalog,
+        "-o",
+        "svg",
+        "--minimum-edge",
+        "p.v1.0.0",
+    ]);
+    assert_eq!(
+        (code, stderr.as_str()),
+        (
+            1,
+            "error: --minimum-edge and --draw-v0-semantics apply to mermaid output only\n"
+        )
+    );
+}

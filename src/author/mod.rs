@@ -4,6 +4,7 @@
 pub mod diff;
 pub mod mermaid;
 pub mod semver_template;
+pub mod svg;
 pub mod template;
 
 use crate::catalog::property::{self, Typed};

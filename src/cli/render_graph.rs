@@ -1,5 +1,6 @@
 use super::images::{ImageArgs, LazyRegistry, load_reference};
 use crate::author::mermaid::{MermaidOptions, write_mermaid};
+use crate::author::svg::write_svg;
 use crate::catalog::DeclarativeConfig;
 use clap::Args;
 
@@ -20,6 +21,9 @@ pub struct RenderGraphArgs {
     /// Mark bundles skipped by a newer entry and the edges that still lead into them.
     #[arg(long)]
     draw_v0_semantics: bool,
+    /// Output format: mermaid (opm's text) or svg (a picture any browser opens).
+    #[arg(short, long, value_parser = ["mermaid", "svg"], default_value = "mermaid")]
+    output: String,
     #[command(flatten)]
     image: ImageArgs,
 }
@@ -37,6 +41,15 @@ fn render_graph(
     let mut dc = DeclarativeConfig::default();
     for r in &args.refs {
         dc.append(load_reference(&mut images, r, None)?);
+    }
+    if args.output == "svg" {
+        if args.minimum_edge.is_some() || args.draw_v0_semantics {
+            return Err(
+                "--minimum-edge and --draw-v0-semantics apply to mermaid output only".into(),
+            );
+        }
+        print!("{}", write_svg(&dc, args.package_name.as_deref())?);
+        return Ok(());
     }
     let graph = write_mermaid(
         &dc,
