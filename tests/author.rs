@@ -153,12 +153,13 @@ fn images_yaml(dirs: &[String]) -> String {
     dirs.iter().map(|d| format!("  - image: {d}\n")).collect()
 }
 
-/// Renders `template` (a file in `dir`) into `dir/catalog/catalog.json`, with `extra` flags.
+/// Renders `template` (a file in `dir`) into `dir/catalog/catalog.json`, with `extra` flags,
+/// and loads the result.
 fn render_template_to_catalog(
     dir: &std::path::Path,
     template: &str,
     extra: &[&str],
-) -> std::path::PathBuf {
+) -> (std::path::PathBuf, olm_registry::catalog::DeclarativeConfig) {
     let file = dir.join("template.yaml");
     common::write(&file, template);
     let mut args = vec!["render-template", file.to_str().unwrap()];
@@ -167,7 +168,13 @@ fn render_template_to_catalog(
     assert_eq!(code, 0, "{stderr}");
     let catalog = dir.join("catalog");
     common::write(&catalog.join("catalog.json"), &stdout);
-    catalog
+    let dc = olm_registry::catalog::walk::load_dir(&catalog).unwrap();
+    (catalog, dc)
+}
+
+fn assert_valid(catalog: &std::path::Path) {
+    let (code, _, stderr) = run(&["validate", catalog.to_str().unwrap()]);
+    assert_eq!((code, stderr.as_str()), (0, ""), "{}", catalog.display());
 }
 
 fn channel_lines(dc: &olm_registry::catalog::DeclarativeConfig) -> Vec<String> {
@@ -198,12 +205,11 @@ fn semver_template_of_real_bundles_renders_a_valid_catalog() {
         images_yaml(&stable)
     );
     let dir = tempfile::tempdir().unwrap();
-    let catalog = render_template_to_catalog(
+    let (catalog, dc) = render_template_to_catalog(
         dir.path(),
         &template,
         &["--alpha-image-ref-template", REF_TEMPLATE],
     );
-    let dc = olm_registry::catalog::walk::load_dir(&catalog).unwrap();
     assert_eq!(
         channel_lines(&dc),
         [
@@ -236,8 +242,7 @@ fn semver_template_of_real_bundles_renders_a_valid_catalog() {
             "quay.io/example/etcd-bundle:v0.9.4",
         ]
     );
-    let (code, _, stderr) = run(&["validate", catalog.to_str().unwrap()]);
-    assert_eq!((code, stderr.as_str()), (0, ""));
+    assert_valid(&catalog);
 
     // Every bundle of two more real operators, minor channels only, validates too.
     for package in ["node-healthcheck-operator", "prometheus"] {
@@ -253,15 +258,13 @@ fn semver_template_of_real_bundles_renders_a_valid_catalog() {
             images_yaml(&dirs)
         );
         let dir = tempfile::tempdir().unwrap();
-        let catalog = render_template_to_catalog(
+        let (catalog, dc) = render_template_to_catalog(
             dir.path(),
             &template,
             &["--alpha-image-ref-template", REF_TEMPLATE],
         );
-        let dc = olm_registry::catalog::walk::load_dir(&catalog).unwrap();
         assert_eq!(dc.bundles.len(), dirs.len(), "{package}");
-        let (code, _, stderr) = run(&["validate", catalog.to_str().unwrap()]);
-        assert_eq!((code, stderr.as_str()), (0, ""), "{package}");
+        assert_valid(&catalog);
     }
 }
 
@@ -288,12 +291,11 @@ entries:
         etcd("0.9.2")
     );
     let dir = tempfile::tempdir().unwrap();
-    let catalog = render_template_to_catalog(
+    let (catalog, dc) = render_template_to_catalog(
         dir.path(),
         &template,
         &["--alpha-image-ref-template", REF_TEMPLATE],
     );
-    let dc = olm_registry::catalog::walk::load_dir(&catalog).unwrap();
     let bundles: Vec<(&str, &str)> = dc
         .bundles
         .iter()
@@ -306,8 +308,7 @@ entries:
             ("etcdoperator.v0.9.4", "quay.io/example/etcd-bundle:v0.9.4"),
         ]
     );
-    let (code, _, stderr) = run(&["validate", catalog.to_str().unwrap()]);
-    assert_eq!((code, stderr.as_str()), (0, ""));
+    assert_valid(&catalog);
 }
 
 #[test]
@@ -392,8 +393,7 @@ entries:
         tags[1], tags[0]
     );
     let dir = tempfile::tempdir().unwrap();
-    let catalog = render_template_to_catalog(dir.path(), &template, &flags);
-    let dc = olm_registry::catalog::walk::load_dir(&catalog).unwrap();
+    let (catalog, dc) = render_template_to_catalog(dir.path(), &template, &flags);
     assert_eq!(dc.bundles.len(), 2);
     for (bundle, tag) in dc.bundles.iter().zip(&tags) {
         let mut args = vec!["render", tag.as_str()];
@@ -409,19 +409,18 @@ entries:
         };
         assert_eq!(strip(bundle), strip(&expected.bundles[0]), "{tag}");
     }
-    assert_eq!(run(&["validate", catalog.to_str().unwrap()]).0, 0);
+    assert_valid(&catalog);
 
     let semver = format!(
         "schema: olm.semver\nstable: {{bundles: [{{image: \"{}\"}}, {{image: \"{}\"}}]}}\n",
         tags[0], tags[1]
     );
-    let catalog = render_template_to_catalog(dir.path(), &semver, &flags);
-    let dc = olm_registry::catalog::walk::load_dir(&catalog).unwrap();
+    let (catalog, dc) = render_template_to_catalog(dir.path(), &semver, &flags);
     assert_eq!(
         channel_lines(&dc),
         ["stable-v0.9: etcdoperator.v0.9.2 <> []; etcdoperator.v0.9.4 <> [etcdoperator.v0.9.2]"]
     );
-    assert_eq!(run(&["validate", catalog.to_str().unwrap()]).0, 0);
+    assert_valid(&catalog);
 }
 
 fn diff_args<'a>(old: &'a str, new: &'a str, extra: &[&'a str]) -> Vec<&'a str> {

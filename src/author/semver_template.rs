@@ -3,6 +3,7 @@
 //! replaces/skips edges and default channel are exactly upstream's.
 use super::bundle_package_version;
 use super::template::{RenderBundle, decode_strict_field};
+use crate::catalog::kind_name;
 use crate::catalog::property::{self, Typed};
 use crate::catalog::semver::Version;
 use crate::catalog::{Bundle, Channel, ChannelEntry, DeclarativeConfig, Icon, Package};
@@ -222,14 +223,7 @@ fn boolean(v: &Value, path: &str) -> Result<bool, String> {
 
 /// Go's UnmarshalTypeError text.
 fn mismatch(v: &Value, path: &str, go_type: &str) -> String {
-    let got = match v {
-        Value::Null => "null",
-        Value::Bool(_) => "bool",
-        Value::Number(_) => "number",
-        Value::String(_) => "string",
-        Value::Array(_) => "array",
-        Value::Object(_) => "object",
-    };
+    let got = kind_name(v);
     if path.is_empty() {
         format!("cannot unmarshal {got} into Go value of type {go_type}")
     } else {
