@@ -668,3 +668,49 @@ fn svg_skip_range_edges_and_refused_flags() {
         )
     );
 }
+
+/// The template from stdin (type given, `-` as the file), and `--migrate-level` applied to
+/// every rendered bundle: the CSV manifest becomes `olm.csv.metadata`.
+#[test]
+fn render_template_from_stdin_with_migrations() {
+    let Some(bundles) = real_bundles() else {
+        return;
+    };
+    let dir = bundles.join("etcd/0.9.4");
+    let template = format!(
+        "schema: olm.semver\nstable: {{bundles: [{{image: {}}}]}}\n",
+        dir.to_str().unwrap()
+    );
+    let mut child = std::process::Command::new(common::BIN)
+        .args(["render-template", "semver", "-", "-o", "yaml"])
+        .args(["--migrate-level", "bundle-object-to-csv-metadata"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(template.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!((out.status.code(), stderr.as_ref()), (Some(0), ""));
+    let catalog = tempfile::tempdir().unwrap();
+    common::write(
+        &catalog.path().join("catalog.yaml"),
+        &String::from_utf8(out.stdout).unwrap(),
+    );
+    let dc = olm_registry::catalog::walk::load_dir(catalog.path()).unwrap();
+    let kinds: std::collections::BTreeSet<&str> = dc.bundles[0]
+        .properties
+        .iter()
+        .map(|p| p.kind.as_str())
+        .collect();
+    assert!(kinds.contains("olm.csv.metadata"), "{kinds:?}");
+    assert!(!kinds.contains("olm.bundle.object"), "{kinds:?}");
+    assert_eq!(dc.channels[0].name, "stable-v0.9");
+}
