@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs the whole test suite: installs what the tests need when it is missing (a real OCI
-# registry, htpasswd and openssl for the image tests), builds once, and runs every test in
-# parallel with cargo-nextest (plain `cargo test` where nextest is absent). Extra arguments
+# registry, htpasswd and openssl for the image tests, rsvg-convert for the SVG pictures),
+# builds once, and runs every test in parallel with cargo-nextest (plain `cargo test` where nextest is absent). Extra arguments
 # go to the test runner.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -10,6 +10,7 @@ missing=()
 command -v docker-registry >/dev/null || missing+=(docker-registry)
 command -v htpasswd >/dev/null || missing+=(apache2-utils)
 command -v openssl >/dev/null || missing+=(openssl)
+command -v rsvg-convert >/dev/null || missing+=(librsvg2-bin)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "installing test dependencies: ${missing[*]}"
   sudo=""

@@ -1,5 +1,6 @@
 //! olm-registry: ingest, serve, resolve and mirror Operator Lifecycle Manager catalogs.
 pub mod api;
+pub mod author;
 pub mod bundle;
 pub mod catalog;
 pub mod cli;

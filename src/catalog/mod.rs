@@ -12,7 +12,7 @@ pub mod decode;
 mod fields;
 pub mod file;
 pub(crate) use fields::kind_name;
-mod graph;
+pub(crate) mod graph;
 mod image_ref;
 pub mod json;
 pub mod model;

@@ -1,13 +1,16 @@
 //! Image options shared by the commands that pull or push, and reading any image as FBC.
 use crate::bundle::dir::BundleDir;
 use crate::bundle::render::render;
+use crate::bundle::source::Source;
 use crate::bundle::sqlite;
-use crate::catalog::{self, DeclarativeConfig};
+use crate::bundle::template::ImageTemplate;
+use crate::catalog::decode::describe_load_errors;
+use crate::catalog::{self, DeclarativeConfig, walk};
 use crate::image::{self, ClientOptions, ImageRef, Registry};
 use crate::unfinished::ScratchDir;
 use clap::Args;
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 #[derive(Args, Clone, Debug, Default)]
 pub struct ImageArgs {
@@ -85,6 +88,28 @@ impl<'a> LazyRegistry<'a> {
         };
         Ok(self.made.insert(made))
     }
+}
+
+/// Any reference `render` accepts, as FBC: an existing path by what it holds (FBC, bundle
+/// or index.db; a package-manifest tree is refused with the command that converts it),
+/// anything else as an image.
+pub fn load_reference(
+    images: &mut LazyRegistry,
+    r: &str,
+    template: Option<&ImageTemplate>,
+) -> Result<DeclarativeConfig, String> {
+    if !Path::new(r).exists() {
+        let (runtime, registry) = images.get()?;
+        let unpacked = runtime.block_on(fetch_as_fbc(registry, r))?;
+        return walk::load_dir(&unpacked.root).map_err(|e| describe_load_errors(&e));
+    }
+    let source = Source::detect(r)?;
+    if let Source::PackageManifests(_) = source {
+        return Err(format!(
+            "ref {r:?} is a legacy package-manifest tree: convert it with `migrate {r} <output-dir>`"
+        ));
+    }
+    source.load(template)
 }
 
 /// An image's content as a file-based catalog in a private directory (removed when dropped).

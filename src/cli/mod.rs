@@ -2,13 +2,16 @@
 //! opm has the same command, its flags and defaults are accepted (opm-cli.md).
 mod add;
 mod build;
+mod diff;
 mod images;
 mod migrate;
 mod mirror;
 mod probe;
 mod render;
+mod render_graph;
 mod resolve;
 mod serve;
+mod template;
 mod validate;
 
 use clap::{Args, Parser, Subcommand};
@@ -62,11 +65,15 @@ enum Command {
     Serve(serve::ServeArgs),
     Validate(validate::ValidateArgs),
     Render(render::RenderArgs),
+    RenderGraph(render_graph::RenderGraphArgs),
+    RenderTemplate(template::RenderTemplateArgs),
+    ConvertTemplate(template::ConvertTemplateArgs),
     Migrate(migrate::MigrateArgs),
     Build(build::BuildArgs),
     Add(add::AddArgs),
     Resolve(resolve::ResolveArgs),
     Mirror(mirror::MirrorArgs),
+    Diff(diff::DiffArgs),
     /// Check a server's health like grpc_health_probe (also runs when invoked as `grpc_health_probe`).
     HealthProbe {
         /// grpc_health_probe flags, e.g. -addr=:50051 -service=Registry -connect-timeout=1s -rpc-timeout=1s.
@@ -105,8 +112,14 @@ pub fn main() -> i32 {
         Command::Validate(args) => validate::run(args),
         Command::Render(args) => render::run(args, cli.use_http, cli.skip_tls_verify),
         Command::Migrate(args) => migrate::run(args),
+        Command::RenderGraph(args) => render_graph::run(args, cli.use_http, cli.skip_tls_verify),
+        Command::RenderTemplate(args) => {
+            template::run_render(args, cli.use_http, cli.skip_tls_verify)
+        }
+        Command::ConvertTemplate(args) => template::run_convert(args),
         Command::Resolve(args) => resolve::run(args, cli.use_http, cli.skip_tls_verify),
         Command::Mirror(args) => mirror::run(args, cli.use_http, cli.skip_tls_verify),
+        Command::Diff(args) => diff::run(args, cli.use_http, cli.skip_tls_verify),
         Command::HealthProbe { args } => probe::run(&args),
         Command::Version => {
             println!("olm-registry {}", env!("CARGO_PKG_VERSION"));

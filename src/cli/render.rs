@@ -1,14 +1,11 @@
 use super::Format;
-use super::images::{ImageArgs, LazyRegistry, fetch_as_fbc};
+use super::images::{ImageArgs, LazyRegistry, load_reference};
 use super::migrate::MigrationFlags;
 use crate::bundle::migrate::migrate;
-use crate::bundle::source::Source;
 use crate::bundle::template::ImageTemplate;
-use crate::catalog::decode::describe_load_errors;
-use crate::catalog::{self, DeclarativeConfig, walk};
+use crate::catalog::{self, DeclarativeConfig};
 use clap::Args;
 use std::io::Write;
-use std::path::Path;
 
 /// Render catalogs and bundles as one file-based catalog on stdout.
 ///
@@ -51,19 +48,7 @@ fn render(args: &RenderArgs, use_http: bool, skip_tls_verify: bool) -> Result<()
     let mut dc = DeclarativeConfig::default();
     let mut images = LazyRegistry::new(&args.image, use_http, skip_tls_verify);
     for r in &args.refs {
-        if !Path::new(r).exists() {
-            let (runtime, registry) = images.get()?;
-            let unpacked = runtime.block_on(fetch_as_fbc(registry, r))?;
-            dc.append(walk::load_dir(&unpacked.root).map_err(|e| describe_load_errors(&e))?);
-            continue;
-        }
-        let source = Source::detect(r)?;
-        if let Source::PackageManifests(_) = source {
-            return Err(format!(
-                "ref {r:?} is a legacy package-manifest tree: convert it with `migrate {r} <output-dir>`"
-            ));
-        }
-        dc.append(source.load(template.as_ref())?);
+        dc.append(load_reference(&mut images, r, template.as_ref())?);
     }
     migrate(&mut dc, level)?;
     let stdout = std::io::stdout();
