@@ -37,6 +37,10 @@ struct Cli {
     /// Deprecated in opm: use --use-http and --skip-tls-verify instead.
     #[arg(long, global = true, hide = true)]
     skip_tls: bool,
+    /// Log lines as text, or as one JSON object per line (timestamp, level, message, fields)
+    /// for log collectors.
+    #[arg(long, global = true, value_enum, default_value_t = LogFormat::Text)]
+    log_format: LogFormat,
     #[command(subcommand)]
     command: Command,
 }
@@ -73,7 +77,7 @@ pub fn main() -> i32 {
     }
     let cli = Cli::parse();
     let debug = matches!(&cli.command, Command::Serve(a) if a.debug);
-    init_logging(debug);
+    init_logging(debug, cli.log_format);
     if cli.skip_tls && (cli.use_http || cli.skip_tls_verify) {
         tracing::error!("--skip-tls cannot be combined with --use-http or --skip-tls-verify");
         return 1;
@@ -110,7 +114,13 @@ fn exit_code(result: Result<(), String>) -> i32 {
     }
 }
 
-fn init_logging(debug: bool) {
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum LogFormat {
+    Text,
+    Json,
+}
+
+fn init_logging(debug: bool, format: LogFormat) {
     let default = if debug { "debug" } else { "info" };
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default))
@@ -120,12 +130,21 @@ fn init_logging(debug: bool) {
                 .parse()
                 .expect("a valid directive"),
         );
-    tracing_subscriber::fmt()
+    let logs = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal())
-        .with_target(false)
-        .init();
+        .with_target(false);
+    match format {
+        LogFormat::Text => logs.with_ansi(std::io::stderr().is_terminal()).init(),
+        // Fields at the top level beside "message", where collectors look for them without
+        // configuration; no ANSI colour codes inside JSON strings.
+        LogFormat::Json => logs
+            .json()
+            .flatten_event(true)
+            .with_ansi(false)
+            .with_current_span(false)
+            .init(),
+    }
 }
 
 /// `-o/--output` of render and validate.

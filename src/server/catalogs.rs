@@ -181,6 +181,7 @@ impl ManifestSource for StoreManifests {
 pub struct RemoteCatalogs {
     ttl: Duration,
     cached: Mutex<HashMap<String, Cached>>,
+    metrics: Option<Arc<super::metrics::Metrics>>,
 }
 
 #[derive(Clone)]
@@ -196,7 +197,14 @@ impl RemoteCatalogs {
         RemoteCatalogs {
             ttl,
             cached: Mutex::new(HashMap::new()),
+            metrics: None,
         }
+    }
+
+    /// Counts fetches and cache hits in `metrics`.
+    pub(super) fn with_metrics(mut self, metrics: Option<Arc<super::metrics::Metrics>>) -> Self {
+        self.metrics = metrics;
+        self
     }
 
     /// The catalog served at `address` (`HOST:PORT`), from the cache when it is fresh.
@@ -210,6 +218,9 @@ impl RemoteCatalogs {
                 .filter(|c| c.fetched.elapsed() < self.ttl && c.connected.load(Ordering::Acquire))
         };
         if let Some(c) = fresh {
+            if let Some(m) = &self.metrics {
+                m.remote_cache_hit();
+            }
             return Ok(c.catalog);
         }
         tracing::info!(address, "reading the catalog of another server");
@@ -220,7 +231,12 @@ impl RemoteCatalogs {
                     "catalog server {address} did not answer within {}s",
                     FETCH_TIMEOUT.as_secs()
                 )
-            })??;
+            })
+            .and_then(|fetched| fetched);
+        if let Some(m) = &self.metrics {
+            m.remote_fetch(fetched.is_ok());
+        }
+        let fetched = fetched?;
         self.cached
             .lock()
             .unwrap_or_else(|p| p.into_inner())

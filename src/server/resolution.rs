@@ -4,11 +4,13 @@
 //! subscriptions and requests that need it. Deadlines are enforced by the transport (the
 //! call is dropped when the caller's `grpc-timeout` runs out).
 use std::sync::Arc;
+use std::time::Instant;
 
 use tonic::{Request, Response, Status};
 
 use super::catalog::Catalog;
 use super::catalogs::{RemoteCatalogs, from_store};
+use super::metrics::{Metrics, ResolutionOutcome};
 use crate::api::resolution::server::resolution_server::Resolution;
 use crate::api::resolution::{
     self as pb, ResolveRequest, ResolveResponse, UpgradeConstraintPolicy, UpgradeStrategy,
@@ -22,11 +24,43 @@ pub struct ResolutionService {
     /// This server's catalog in the resolver's model (with its classic preparation, made on
     /// first use), built once per loaded index.
     pub local: tokio::sync::Mutex<Option<(Arc<Store>, service::Catalog)>>,
+    pub metrics: Option<Arc<Metrics>>,
 }
 
 #[tonic::async_trait]
 impl Resolution for ResolutionService {
     async fn resolve(
+        &self,
+        req: Request<ResolveRequest>,
+    ) -> Result<Response<ResolveResponse>, Status> {
+        let Some(metrics) = &self.metrics else {
+            return self.answer(req).await;
+        };
+        let started = Instant::now();
+        let mode = match pb::Mode::try_from(req.get_ref().mode) {
+            Ok(pb::Mode::Classic) => "classic",
+            Ok(pb::Mode::V1) => "v1",
+            _ => "unspecified",
+        };
+        let answer = self.answer(req).await;
+        let outcome = match &answer {
+            Ok(r)
+                if r.get_ref().unsatisfiable.is_some()
+                    || r.get_ref().results.iter().any(|r| !r.error.is_empty()) =>
+            {
+                ResolutionOutcome::Unsatisfiable
+            }
+            Ok(_) => ResolutionOutcome::Resolved,
+            Err(s) if s.code() == tonic::Code::InvalidArgument => ResolutionOutcome::Invalid,
+            Err(_) => ResolutionOutcome::Failed,
+        };
+        metrics.resolution(mode, outcome, started.elapsed());
+        answer
+    }
+}
+
+impl ResolutionService {
+    async fn answer(
         &self,
         req: Request<ResolveRequest>,
     ) -> Result<Response<ResolveResponse>, Status> {
@@ -45,9 +79,7 @@ impl Resolution for ResolutionService {
             .map_err(Status::failed_precondition)?;
         Ok(Response::new(to_response(outcome)))
     }
-}
 
-impl ResolutionService {
     async fn local(&self) -> Result<service::Catalog, Status> {
         let store = self.catalog.store().await?;
         let mut cached = self.local.lock().await;
