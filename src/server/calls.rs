@@ -5,7 +5,7 @@
 //! Each call is logged at debug level when it ends, with its method, status and duration,
 //! and counted in the metrics when they are on.
 use super::connection::{OpenCall, Peer, Reserved};
-use super::metrics::{MethodMetrics, Metrics};
+use super::metrics::{MethodMetrics, Metrics, code_name};
 use http::{HeaderValue, Request, Response, StatusCode};
 use http_body::{Frame, SizeHint};
 use std::future::Future;
@@ -168,7 +168,7 @@ impl Drop for Call {
         let took = self.started.elapsed();
         tracing::debug!(
             method = self.path.path(),
-            status = ?tonic::Code::from_i32(code),
+            status = code_name(code),
             duration_us = took.as_micros() as u64,
             "call"
         );

@@ -61,15 +61,23 @@ impl MethodMetrics {
         self.started.inc();
     }
 
-    /// `code` is the grpc-status number; one outside the known range counts as Unknown.
     pub(super) fn finish(&self, code: i32, took: Duration) {
-        let i = usize::try_from(code)
-            .ok()
-            .filter(|&i| i < CODES.len())
-            .unwrap_or(tonic::Code::Unknown as usize);
-        self.handled[i].inc();
+        self.handled[code_index(code)].inc();
         self.seconds.observe(took.as_secs_f64());
     }
+}
+
+/// A grpc-status number outside the known range counts as Unknown.
+fn code_index(code: i32) -> usize {
+    usize::try_from(code)
+        .ok()
+        .filter(|&i| i < CODES.len())
+        .unwrap_or(tonic::Code::Unknown as usize)
+}
+
+/// The name grpc-go gives a grpc-status number, as the metrics and logs spell it.
+pub(super) fn code_name(code: i32) -> &'static str {
+    CODES[code_index(code)]
 }
 
 /// How a resolution request ended, as the metrics count it.
@@ -284,6 +292,21 @@ impl Metrics {
             )
             .expect("valid metric"),
         );
+        // Every outcome from zero, so that a rate or an alert on "error" works before the
+        // first one.
+        for mode in ["classic", "v1"] {
+            for outcome in [
+                ResolutionOutcome::Resolved,
+                ResolutionOutcome::Unsatisfiable,
+                ResolutionOutcome::Invalid,
+                ResolutionOutcome::Failed,
+            ] {
+                resolutions.with_label_values(&[mode, outcome.label()]);
+            }
+        }
+        for outcome in ["ok", "error"] {
+            remote_fetches.with_label_values(&[outcome]);
+        }
         registry
             .register(Box::new(super::process::ProcessCollector::new()))
             .expect("process metric names are unique");
