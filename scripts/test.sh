@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs the whole test suite: installs what the tests need when it is missing (a real OCI
-# registry, htpasswd and openssl for the image tests), builds once, and runs every test in
+# registry, htpasswd and openssl for the image tests, Prometheus and promtool for the metrics
+# tests, kubernetes-validate for the deploy/ files), builds once, and runs every test in
 # parallel with cargo-nextest (plain `cargo test` where nextest is absent). Extra arguments
 # go to the test runner.
 set -euo pipefail
@@ -10,12 +11,18 @@ missing=()
 command -v docker-registry >/dev/null || missing+=(docker-registry)
 command -v htpasswd >/dev/null || missing+=(apache2-utils)
 command -v openssl >/dev/null || missing+=(openssl)
+command -v prometheus >/dev/null || missing+=(prometheus)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "installing test dependencies: ${missing[*]}"
   sudo=""
   [ "$(id -u)" = 0 ] || sudo=sudo
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+# Kubernetes' JSON schemas ship inside the package: validating needs no cluster and no network.
+if ! command -v kubernetes-validate >/dev/null; then
+  echo "installing test dependency: kubernetes-validate (PyPI)"
+  python3 -m pip install -q kubernetes-validate
 fi
 
 if cargo nextest --version >/dev/null 2>&1; then
