@@ -5,6 +5,7 @@ pub mod catalog;
 pub mod cli;
 pub mod image;
 pub mod mirror;
+pub mod progress;
 pub mod resolve;
 pub mod server;
 pub mod store;
