@@ -232,9 +232,11 @@ async fn get_bundle_load(server: &server::Running, keys: &Keys, opts: &Options) 
     }
 }
 
-/// GetBundle throughput without and with metrics, alternately, and the medians.
+/// GetBundle throughput and server CPU time per call without and with metrics, alternately,
+/// and the medians. CPU per call is the steadier figure on a shared machine: throughput
+/// moves with what the neighbours run.
 async fn compare_metrics(opts: &Options, cache: &Path, keys: &Keys) {
-    let mut rates: [Vec<f64>; 2] = [Vec::new(), Vec::new()];
+    let mut figures: [Vec<(f64, f64)>; 2] = [Vec::new(), Vec::new()];
     for round in 0..opts.metrics_rounds {
         let order = if round % 2 == 0 {
             [false, true]
@@ -249,24 +251,33 @@ async fn compare_metrics(opts: &Options, cache: &Path, keys: &Keys) {
             };
             let server = server::start(&opts.catalog, cache, extra);
             server::wait_serving(&server.addr).await;
-            let rate = get_bundle_load(&server, keys, opts)
-                .await
-                .calls_per_second();
+            let load = get_bundle_load(&server, keys, opts).await;
+            let rate = load.calls_per_second();
+            let cpu_us = load.server_cores / rate * 1e6;
             println!(
-                "round {round}, metrics {}: {rate:.0} calls/s",
+                "round {round}, metrics {}: {rate:.0} calls/s, {cpu_us:.1} µs server CPU per call",
                 if metrics { "on" } else { "off" }
             );
-            rates[usize::from(metrics)].push(rate);
+            figures[usize::from(metrics)].push((rate, cpu_us));
         }
     }
-    let [off, on] = rates.map(|mut r| {
-        r.sort_by(f64::total_cmp);
-        r[r.len() / 2]
+    let median = |mut v: Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    let [off, on] = figures.map(|f| {
+        let (rates, cpu): (Vec<f64>, Vec<f64>) = f.into_iter().unzip();
+        (median(rates), median(cpu))
     });
     println!(
-        "GetBundle x{} callers, median of {} rounds: metrics off {off:.0} calls/s, on {on:.0} calls/s ({:+.1}%)",
+        "GetBundle x{} callers, medians of {} rounds: metrics off {:.0} calls/s, {:.1} µs CPU/call; on {:.0} calls/s, {:.1} µs CPU/call (throughput {:+.1}%, CPU per call {:+.1}%)",
         opts.callers,
         opts.metrics_rounds,
-        (on / off - 1.0) * 100.0
+        off.0,
+        off.1,
+        on.0,
+        on.1,
+        (on.0 / off.0 - 1.0) * 100.0,
+        (on.1 / off.1 - 1.0) * 100.0
     );
 }
