@@ -1,6 +1,9 @@
 //! What `serve --metrics-addr` exposes: per-call gRPC figures under go-grpc-prometheus's
 //! names and labels (so existing Grafana dashboards work unchanged), catalog facts,
 //! resolution outcomes and remote catalog reads; process figures come from [`super::process`].
+//! The catalogd HTTP API, when it exists, gets its `http_requests_total`, request duration
+//! histogram and bytes sent here too, on the same registry and the same pre-created-handle
+//! scheme.
 //!
 //! The hot path never takes a lock: every series a call can touch is created when the
 //! server starts (one handle per method, and per method and code), and a call only bumps
