@@ -23,6 +23,16 @@ fn metrics_addr(server: &Server) -> String {
         .to_owned()
 }
 
+/// The catalog digest of the server's "catalog loaded" log line.
+fn logged_digest(server: &Server) -> String {
+    let log = server.log();
+    log.split("digest=")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no digest in the log:\n{log}"))
+        .to_owned()
+}
+
 fn catalog(name: &str, address: &str) -> Catalog {
     Catalog {
         name: name.into(),
@@ -187,13 +197,7 @@ async fn prometheus_reads_exact_figures_after_known_traffic() {
         assert_eq!(value, want, "{promql}");
     }
     let info = tokio::task::block_in_place(|| prometheus.query("olm_registry_catalog_info"));
-    let digest = primary
-        .log()
-        .split("digest=")
-        .nth(1)
-        .and_then(|rest| rest.split_whitespace().next())
-        .unwrap_or_default()
-        .to_owned();
+    let digest = logged_digest(&primary);
     assert_eq!(info.len(), 1);
     assert_eq!(info[0].0["digest"], serde_json::Value::from(digest));
 }
@@ -338,4 +342,39 @@ async fn json_logs_parse_line_by_line_with_the_expected_fields() {
         ),
         (&"DEBUG".into(), &"OK".into(), true)
     );
+}
+
+/// A start that reuses the index in --cache-dir is reported as warm, with the load's time.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_warm_start_is_reported_as_warm_with_its_load_time() {
+    let cache = tempfile::tempdir().unwrap();
+    let cache_flag = format!("--cache-dir={}", cache.path().display());
+    let catalog = fixture("resolution/primary");
+    let mut cold = Server::serving(&catalog, &[&cache_flag]).await;
+    cold.signal("TERM");
+    assert!(cold.wait().await.success());
+
+    let before = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let warm = Server::serving(&catalog, &[&cache_flag, "--metrics-addr", "127.0.0.1:0"]).await;
+    let (_, text) = tokio::task::block_in_place(|| get(&metrics_addr(&warm), "/metrics")).unwrap();
+    let sample = |name: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix(' '))
+            .unwrap_or_else(|| panic!("no {name} in\n{text}"))
+            .parse::<f64>()
+            .unwrap()
+    };
+    let digest = logged_digest(&warm);
+    assert_eq!(
+        sample(&format!(
+            "olm_registry_catalog_info{{digest=\"{digest}\",start=\"warm\"}}"
+        )),
+        1.0
+    );
+    let loaded_at = sample("olm_registry_catalog_last_load_timestamp_seconds") as u64;
+    assert!(loaded_at >= before, "{loaded_at} < {before}");
+    assert!(sample("olm_registry_catalog_load_duration_seconds") > 0.0);
 }
