@@ -192,8 +192,11 @@ fn serve(args: &ServeArgs, use_http: bool, skip_tls_verify: bool) -> Result<(), 
             Source::Dir(dir) => (dir.clone(), None),
             Source::Image(registry, reference) => {
                 info!(image = %reference, "pulling catalog image");
-                let unpacked = tokio::runtime::Handle::current()
-                    .block_on(fetch_as_fbc(registry, reference))
+                let unpacked = tracing::info_span!(target: crate::SPAN_TARGET, "catalog.pull")
+                    .in_scope(|| {
+                        tokio::runtime::Handle::current()
+                            .block_on(fetch_as_fbc(registry, reference))
+                    })
                     .map_err(CacheError::Io)?;
                 (unpacked.root.clone(), Some(unpacked))
             }

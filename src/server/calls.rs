@@ -15,6 +15,7 @@ use std::task::{Context, Poll};
 use std::time::Instant;
 use tonic::body::Body;
 use tower::{Layer, Service};
+use tracing::Instrument;
 
 #[derive(Clone, Default)]
 pub struct CallsLayer {
@@ -61,7 +62,8 @@ where
         let open = req.extensions().get::<Peer>().map(Peer::open_call);
         let mut call = Call::start(&req, self.metrics.as_deref());
         let answer = self.inner.call(req);
-        Box::pin(async move {
+        let span = call.span.clone();
+        let answered = async move {
             let mut response = answer.await?;
             let reserved = response.extensions_mut().remove::<Reserved>();
             call.code = grpc_status(response.headers());
@@ -73,7 +75,8 @@ where
                     _reserved: reserved,
                 })
             }))
-        })
+        };
+        Box::pin(answered.instrument(span))
     }
 }
 
@@ -133,6 +136,8 @@ fn percent_encode(s: &str) -> String {
 /// deadline) counts as CANCELLED, as grpc-go's interceptors see it.
 struct Call {
     path: http::Uri,
+    /// Recorded by traces only (none when they are off); it ends with the call.
+    span: tracing::Span,
     started: Instant,
     code: Option<i32>,
     metrics: Option<(Arc<MethodMetrics>, Messages)>,
@@ -144,8 +149,18 @@ impl Call {
             m.start();
             (m, Messages::default())
         });
+        let span = tracing::info_span!(
+            target: crate::SPAN_TARGET,
+            "grpc",
+            otel.name = req.uri().path(),
+            otel.kind = "server",
+            rpc.system = "grpc",
+            rpc.grpc.status_code = tracing::field::Empty,
+            otel.status_code = tracing::field::Empty,
+        );
         Call {
             path: req.uri().clone(),
+            span,
             started: Instant::now(),
             code: None,
             metrics,
@@ -174,6 +189,10 @@ impl Drop for Call {
         );
         if let Some((m, _)) = &self.metrics {
             m.finish(code, took);
+        }
+        self.span.record("rpc.grpc.status_code", code);
+        if code != tonic::Code::Ok as i32 {
+            self.span.record("otel.status_code", "ERROR");
         }
     }
 }

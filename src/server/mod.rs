@@ -141,6 +141,7 @@ where
     let signal = shutdown;
     tokio::pin!(signal);
     let mut loading = tokio::task::spawn_blocking(move || {
+        let _span = tracing::info_span!(target: crate::SPAN_TARGET, "catalog.load").entered();
         let started = Instant::now();
         let loaded = load()?;
         let facts = catalog_facts(&loaded, started.elapsed())?;
