@@ -5,6 +5,11 @@
 //!
 //!   python3 ../shared/tools/gen_catalog.py --packages 400 --bundles 20 --seed 1 --out /tmp/synth-large
 //!   cargo bench --bench serve -- /tmp/synth-large [--callers 32] [--seconds 10] [--connections 4]
+//!       [--metrics-rounds 5]
+//!
+//! With `--metrics-rounds N`, GetBundle throughput is then measured N times without and N
+//! times with `--metrics-addr`, alternately on fresh warm-started servers (the order swapped
+//! every round, so that drift on a shared machine hits both alike), and the medians compared.
 #[path = "common/server.rs"]
 mod server;
 
@@ -18,7 +23,10 @@ struct Options {
     callers: usize,
     seconds: u64,
     connections: usize,
+    metrics_rounds: usize,
 }
+
+type Keys = std::sync::Arc<Vec<(String, String, String)>>;
 
 fn options() -> Options {
     let mut args = std::env::args().skip(1).filter(|a| a != "--bench");
@@ -27,6 +35,7 @@ fn options() -> Options {
         callers: 32,
         seconds: 10,
         connections: 4,
+        metrics_rounds: 0,
     };
     while let Some(a) = args.next() {
         let mut value = |name: &str| -> usize {
@@ -38,12 +47,13 @@ fn options() -> Options {
             "--callers" => opts.callers = value("--callers"),
             "--seconds" => opts.seconds = value("--seconds") as u64,
             "--connections" => opts.connections = value("--connections"),
+            "--metrics-rounds" => opts.metrics_rounds = value("--metrics-rounds"),
             path => opts.catalog = PathBuf::from(path),
         }
     }
     if opts.catalog.as_os_str().is_empty() {
         eprintln!(
-            "usage: cargo bench --bench serve -- <fbc-dir> [--callers N] [--seconds N] [--connections N]"
+            "usage: cargo bench --bench serve -- <fbc-dir> [--callers N] [--seconds N] [--connections N] [--metrics-rounds N]"
         );
         std::process::exit(2);
     }
@@ -130,12 +140,48 @@ async fn main() {
     }
     println!("ListBundles best: {:.3} s", best.as_secs_f64());
 
-    // GetBundle from many concurrent callers over a few connections.
+    let keys: Keys = std::sync::Arc::new(keys);
+    let load = get_bundle_load(&server, &keys, &opts).await;
+    println!(
+        "GetBundle x{} callers: {:.0} calls/s, p50 {:.2} ms, p99 {:.2} ms, {:.0} MiB/s of manifests, server used {:.2} cores",
+        opts.callers,
+        load.calls_per_second(),
+        server::percentile(&load.latencies, 0.50).as_secs_f64() * 1e3,
+        server::percentile(&load.latencies, 0.99).as_secs_f64() * 1e3,
+        load.bytes as f64 / load.elapsed / 1048576.0,
+        load.server_cores
+    );
+    let (peak, rss) = server::memory(server.child.id());
+    println!("serving after the load: peak RSS {peak:.0} MiB, RSS now {rss:.0} MiB");
+    drop(server);
+
+    if opts.metrics_rounds > 0 {
+        compare_metrics(&opts, cache.path(), &keys).await;
+    }
+}
+
+/// What one GetBundle load measured.
+struct Load {
+    /// Sorted.
+    latencies: Vec<Duration>,
+    bytes: usize,
+    elapsed: f64,
+    server_cores: f64,
+}
+
+impl Load {
+    fn calls_per_second(&self) -> f64 {
+        self.latencies.len() as f64 / self.elapsed
+    }
+}
+
+/// GetBundle from `opts.callers` concurrent callers over a few connections for
+/// `opts.seconds`, every response decoded.
+async fn get_bundle_load(server: &server::Running, keys: &Keys, opts: &Options) -> Load {
     let mut channels = Vec::new();
     for _ in 0..opts.connections {
         channels.push(server::channel(&server.addr).await);
     }
-    let keys = std::sync::Arc::new(keys);
     let deadline = Instant::now() + Duration::from_secs(opts.seconds);
     let mut tasks = Vec::new();
     for caller in 0..opts.callers {
@@ -178,14 +224,60 @@ async fn main() {
     let elapsed = started.elapsed().as_secs_f64();
     let server_cores = (server::cpu_seconds(server.child.id()) - server_cpu) / elapsed;
     latencies.sort();
+    Load {
+        latencies,
+        bytes,
+        elapsed,
+        server_cores,
+    }
+}
+
+/// GetBundle throughput and server CPU time per call without and with metrics, alternately,
+/// and the medians. CPU per call is the steadier figure on a shared machine: throughput
+/// moves with what the neighbours run.
+async fn compare_metrics(opts: &Options, cache: &Path, keys: &Keys) {
+    let mut figures: [Vec<(f64, f64)>; 2] = [Vec::new(), Vec::new()];
+    for round in 0..opts.metrics_rounds {
+        let order = if round % 2 == 0 {
+            [false, true]
+        } else {
+            [true, false]
+        };
+        for metrics in order {
+            let extra: &[&str] = if metrics {
+                &["--metrics-addr", "127.0.0.1:0"]
+            } else {
+                &[]
+            };
+            let server = server::start(&opts.catalog, cache, extra);
+            server::wait_serving(&server.addr).await;
+            let load = get_bundle_load(&server, keys, opts).await;
+            let rate = load.calls_per_second();
+            let cpu_us = load.server_cores / rate * 1e6;
+            println!(
+                "round {round}, metrics {}: {rate:.0} calls/s, {cpu_us:.1} µs server CPU per call",
+                if metrics { "on" } else { "off" }
+            );
+            figures[usize::from(metrics)].push((rate, cpu_us));
+        }
+    }
+    let median = |mut v: Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    let [off, on] = figures.map(|f| {
+        let (rates, cpu): (Vec<f64>, Vec<f64>) = f.into_iter().unzip();
+        (median(rates), median(cpu))
+    });
     println!(
-        "GetBundle x{} callers: {:.0} calls/s, p50 {:.2} ms, p99 {:.2} ms, {:.0} MiB/s of manifests, server used {server_cores:.2} cores",
+        "GetBundle x{} callers, medians of {} rounds: metrics off {:.0} calls/s, {:.1} µs CPU/call; on {:.0} calls/s, {:.1} µs CPU/call (throughput {:+.1}%, CPU per call {:+.1}%)",
         opts.callers,
-        latencies.len() as f64 / elapsed,
-        server::percentile(&latencies, 0.50).as_secs_f64() * 1e3,
-        server::percentile(&latencies, 0.99).as_secs_f64() * 1e3,
-        bytes as f64 / elapsed / 1048576.0
+        opts.metrics_rounds,
+        off.0,
+        off.1,
+        on.0,
+        on.1,
+        (on.0 / off.0 - 1.0) * 100.0,
+        (on.1 / off.1 - 1.0) * 100.0
     );
-    let (peak, rss) = server::memory(server.child.id());
-    println!("serving after the load: peak RSS {peak:.0} MiB, RSS now {rss:.0} MiB");
 }

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Runs the whole test suite: installs what the tests need when it is missing (a real OCI
-# registry, htpasswd and openssl for the image tests, rsvg-convert for the SVG pictures),
-# builds once, and runs every test in parallel with cargo-nextest (plain `cargo test` where nextest is absent). Extra arguments
-# go to the test runner.
+# registry, htpasswd and openssl for the image tests, rsvg-convert for the SVG pictures,
+# Prometheus and promtool for the metrics tests, kubernetes-validate for the deploy/ files),
+# builds once, and runs every test in parallel with cargo-nextest (plain `cargo test` where
+# nextest is absent), after a short run of every fuzz target (scripts/fuzz-smoke.sh). Extra
+# arguments go to the test runner.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -11,6 +13,7 @@ command -v docker-registry >/dev/null || missing+=(docker-registry)
 command -v htpasswd >/dev/null || missing+=(apache2-utils)
 command -v openssl >/dev/null || missing+=(openssl)
 command -v rsvg-convert >/dev/null || missing+=(librsvg2-bin)
+command -v prometheus >/dev/null || missing+=(prometheus)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "installing test dependencies: ${missing[*]}"
   sudo=""
@@ -18,6 +21,14 @@ if [ ${#missing[@]} -gt 0 ]; then
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
+# Kubernetes' JSON schemas ship inside the package: validating needs no cluster and no network.
+if ! command -v kubernetes-validate >/dev/null; then
+  echo "installing test dependency: kubernetes-validate (PyPI)"
+  python3 -m pip install -q kubernetes-validate
+fi
+
+# First, so that the test runner's summary is the last thing printed.
+bash scripts/fuzz-smoke.sh
 
 if cargo nextest --version >/dev/null 2>&1; then
   cargo nextest run --no-fail-fast "$@"

@@ -11,11 +11,13 @@ mod render;
 mod render_graph;
 mod resolve;
 mod serve;
+mod telemetry;
 mod template;
 mod validate;
 
 use clap::{Args, Parser, Subcommand};
 use std::io::IsTerminal;
+use telemetry::Telemetry;
 
 /// How much of a catalog's files a command reads.
 #[derive(Args)]
@@ -56,13 +58,17 @@ struct Cli {
     /// Deprecated in opm: use --use-http and --skip-tls-verify instead.
     #[arg(long, global = true, hide = true)]
     skip_tls: bool,
+    /// Log lines as text, or as one JSON object per line (timestamp, level, message, fields)
+    /// for log collectors.
+    #[arg(long, global = true, value_enum, default_value_t = LogFormat::Text)]
+    log_format: LogFormat,
     #[command(subcommand)]
     command: Command,
 }
 
 #[derive(Subcommand)]
 enum Command {
-    Serve(serve::ServeArgs),
+    Serve(Box<serve::ServeArgs>),
     Validate(validate::ValidateArgs),
     Render(render::RenderArgs),
     RenderGraph(render_graph::RenderGraphArgs),
@@ -96,7 +102,15 @@ pub fn main() -> i32 {
     }
     let cli = Cli::parse();
     let debug = matches!(&cli.command, Command::Serve(a) if a.debug);
-    init_logging(debug);
+    let telemetry = init_logging(debug, cli.log_format);
+    let code = run(cli);
+    if let Some(t) = telemetry {
+        t.shutdown();
+    }
+    code
+}
+
+fn run(cli: Cli) -> i32 {
     if cli.skip_tls && (cli.use_http || cli.skip_tls_verify) {
         tracing::error!("--skip-tls cannot be combined with --use-http or --skip-tls-verify");
         return 1;
@@ -106,7 +120,7 @@ pub fn main() -> i32 {
         return 1;
     }
     match cli.command {
-        Command::Serve(args) => serve::run(args, cli.use_http, cli.skip_tls_verify),
+        Command::Serve(args) => serve::run(*args, cli.use_http, cli.skip_tls_verify),
         Command::Build(args) => build::run(args, cli.use_http, cli.skip_tls_verify),
         Command::Add(args) => add::run(args, cli.use_http, cli.skip_tls_verify),
         Command::Validate(args) => validate::run(args),
@@ -139,22 +153,57 @@ fn exit_code(result: Result<(), String>) -> i32 {
     }
 }
 
-fn init_logging(debug: bool) {
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum LogFormat {
+    Text,
+    Json,
+}
+
+/// Logs to stderr, plus traces when [`Telemetry`] is on (returned, to be flushed at exit).
+fn init_logging(debug: bool, format: LogFormat) -> Option<Telemetry> {
+    use tracing_subscriber::Layer;
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
     let default = if debug { "debug" } else { "info" };
+    let directive = |d: &str| d.parse().expect("a valid directive");
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default))
         // The TLS verifier logs certificate failures itself; our error already says it, once.
-        .add_directive(
-            "rustls_platform_verifier=off"
-                .parse()
-                .expect("a valid directive"),
-        );
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
+        .add_directive(directive("rustls_platform_verifier=off"))
+        .add_directive(directive(&format!("{}=off", crate::SPAN_TARGET)));
+    let logs = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal())
-        .with_target(false)
+        .with_target(false);
+    let logs = match format {
+        LogFormat::Text => logs.with_ansi(std::io::stderr().is_terminal()).boxed(),
+        // Fields at the top level beside "message", where collectors look for them without
+        // configuration; no ANSI colour codes inside JSON strings.
+        LogFormat::Json => logs
+            .json()
+            .flatten_event(true)
+            .with_ansi(false)
+            .with_current_span(false)
+            .boxed(),
+    };
+    let (telemetry, problem) = match Telemetry::from_env() {
+        None => (None, None),
+        Some(Ok(t)) => (Some(t), None),
+        Some(Err(e)) => (None, Some(e)),
+    };
+    let traces = telemetry.as_ref().map(|t| {
+        t.layer().with_filter(
+            tracing_subscriber::filter::Targets::new()
+                .with_target(env!("CARGO_CRATE_NAME"), tracing::Level::INFO),
+        )
+    });
+    tracing_subscriber::registry()
+        .with(logs.with_filter(filter))
+        .with(traces)
         .init();
+    if let Some(e) = problem {
+        tracing::warn!("traces are off: {e}");
+    }
+    telemetry
 }
 
 /// `-o/--output` of render and validate.

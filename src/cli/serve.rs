@@ -36,6 +36,10 @@ pub struct ServeArgs {
     /// Accepted for opm compatibility (no pprof endpoint is served).
     #[arg(long)]
     pprof_capture_profiles: bool,
+    /// Serve Prometheus metrics (/metrics) and HTTP probes (/healthz, /readyz) on this
+    /// HOST:PORT (or port, on all interfaces). Off when not given.
+    #[arg(long, value_name = "HOST:PORT")]
+    metrics_addr: Option<String>,
     /// Keep the index here and reuse it while the catalog is unchanged.
     #[arg(long)]
     cache_dir: Option<PathBuf>,
@@ -230,8 +234,11 @@ fn serve(args: &ServeArgs, use_http: bool, skip_tls_verify: bool) -> Result<(), 
             Source::Dir(dir) => (dir.clone(), None),
             Source::Image(registry, reference) => {
                 info!(image = %reference, "pulling catalog image");
-                let unpacked = tokio::runtime::Handle::current()
-                    .block_on(fetch_as_fbc(registry, reference))
+                let unpacked = tracing::info_span!(target: crate::SPAN_TARGET, "catalog.pull")
+                    .in_scope(|| {
+                        tokio::runtime::Handle::current()
+                            .block_on(fetch_as_fbc(registry, reference))
+                    })
                     .map_err(CacheError::Io)?;
                 (unpacked.root.clone(), Some(unpacked))
             }
@@ -264,8 +271,18 @@ fn serve(args: &ServeArgs, use_http: bool, skip_tls_verify: bool) -> Result<(), 
             let listener = bind(&args.port).await?;
             let addr = listener.local_addr().map_err(|e| e.to_string())?;
             info!("listening on {addr}");
+            let metrics_listener = match &args.metrics_addr {
+                Some(metrics_addr) => {
+                    let listener = bind(metrics_addr).await?;
+                    let addr = listener.local_addr().map_err(|e| e.to_string())?;
+                    info!("serving metrics on http://{addr}/metrics");
+                    Some(listener)
+                }
+                None => None,
+            };
             server::run(
                 listener,
+                metrics_listener,
                 load,
                 shutdown,
                 args.shutdown_grace,

@@ -465,20 +465,13 @@ impl Registry {
     }
 }
 
-/// A byte counter for one blob download on a terminal; hidden otherwise.
+/// A byte counter for one blob download (see [`crate::progress`]).
 fn progress_bar(layer: &OciDescriptor) -> indicatif::ProgressBar {
-    use std::io::IsTerminal;
-    if !std::io::stderr().is_terminal() {
-        return indicatif::ProgressBar::hidden();
-    }
-    let bar = indicatif::ProgressBar::new(layer.size.max(0) as u64);
-    if let Ok(style) = indicatif::ProgressStyle::with_template(
+    crate::progress::bytes(
         "{msg} {bar:30} {bytes}/{total_bytes} {bytes_per_sec}",
-    ) {
-        bar.set_style(style);
-    }
-    bar.set_message(layer.digest.chars().take(19).collect::<String>());
-    bar
+        layer.digest.chars().take(19).collect(),
+        layer.size.max(0) as u64,
+    )
 }
 
 fn labels_of(config: &[u8]) -> Result<BTreeMap<String, String>, String> {

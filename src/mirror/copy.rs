@@ -590,17 +590,11 @@ impl Stream for Guarded {
     }
 }
 
-/// A byte counter for the whole copy on a terminal; hidden otherwise.
+/// A byte counter for the whole copy (see [`crate::progress`]).
 fn progress_bar() -> indicatif::ProgressBar {
-    use std::io::IsTerminal;
-    if !std::io::stderr().is_terminal() {
-        return indicatif::ProgressBar::hidden();
-    }
-    let bar = indicatif::ProgressBar::new(0);
-    if let Ok(style) = indicatif::ProgressStyle::with_template(
-        "mirroring {bar:30} {bytes}/{total_bytes} {bytes_per_sec} {elapsed}",
-    ) {
-        bar.set_style(style);
-    }
-    bar
+    crate::progress::bytes(
+        "{msg} {bar:30} {bytes}/{total_bytes} {bytes_per_sec} {elapsed}",
+        "mirroring".to_owned(),
+        0,
+    )
 }

@@ -2,29 +2,41 @@
 //! turned away as grpc-go turns them away, each call is counted as open on its connection
 //! until its answer has been sent (so a connection with a call in progress is never closed as
 //! idle), and the room an answer reserved (see [`Peer::reserve`]) is held until then too.
+//! Each call is logged at debug level when it ends, with its method, status and duration,
+//! and counted in the metrics when they are on.
 use super::connection::{OpenCall, Peer, Reserved};
+use super::metrics::{MethodMetrics, Metrics, code_name};
 use http::{HeaderValue, Request, Response, StatusCode};
 use http_body::{Frame, SizeHint};
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll};
+use std::time::Instant;
 use tonic::body::Body;
 use tower::{Layer, Service};
+use tracing::Instrument;
 
-#[derive(Clone, Copy, Default)]
-pub struct CallsLayer;
+#[derive(Clone, Default)]
+pub struct CallsLayer {
+    pub metrics: Option<Arc<Metrics>>,
+}
 
 impl<S> Layer<S> for CallsLayer {
     type Service = Calls<S>;
 
     fn layer(&self, inner: S) -> Calls<S> {
-        Calls { inner }
+        Calls {
+            inner,
+            metrics: self.metrics.clone(),
+        }
     }
 }
 
 #[derive(Clone)]
 pub struct Calls<S> {
     inner: S,
+    metrics: Option<Arc<Metrics>>,
 }
 
 type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
@@ -48,18 +60,23 @@ where
             return Box::pin(std::future::ready(Ok(refused)));
         }
         let open = req.extensions().get::<Peer>().map(Peer::open_call);
+        let mut call = Call::start(&req, self.metrics.as_deref());
         let answer = self.inner.call(req);
-        Box::pin(async move {
+        let span = call.span.clone();
+        let answered = async move {
             let mut response = answer.await?;
             let reserved = response.extensions_mut().remove::<Reserved>();
+            call.code = grpc_status(response.headers());
             Ok(response.map(|body| {
                 Body::new(Tracked {
                     body,
+                    call,
                     _open: open,
                     _reserved: reserved,
                 })
             }))
-        })
+        };
+        Box::pin(answered.instrument(span))
     }
 }
 
@@ -114,9 +131,123 @@ fn percent_encode(s: &str) -> String {
     out
 }
 
+/// A call from its request to the end of its answer, which is when it is logged and counted.
+/// An answer that ends without a status (the client went away, or the call was dropped at its
+/// deadline) counts as CANCELLED, as grpc-go's interceptors see it.
+struct Call {
+    path: http::Uri,
+    /// Recorded by traces only (none when they are off); it ends with the call.
+    span: tracing::Span,
+    started: Instant,
+    code: Option<i32>,
+    metrics: Option<(Arc<MethodMetrics>, Messages)>,
+}
+
+impl Call {
+    fn start(req: &Request<Body>, metrics: Option<&Metrics>) -> Call {
+        let metrics = metrics.and_then(|m| m.method(req.uri().path())).map(|m| {
+            m.start();
+            (m, Messages::default())
+        });
+        let span = tracing::info_span!(
+            target: crate::SPAN_TARGET,
+            "grpc",
+            otel.name = req.uri().path(),
+            otel.kind = "server",
+            rpc.system = "grpc",
+            rpc.grpc.status_code = tracing::field::Empty,
+            otel.status_code = tracing::field::Empty,
+        );
+        Call {
+            path: req.uri().clone(),
+            span,
+            started: Instant::now(),
+            code: None,
+            metrics,
+        }
+    }
+
+    fn sent(&mut self, data: &[u8]) {
+        if let Some((m, messages)) = &mut self.metrics {
+            let n = messages.count(data);
+            if n > 0 {
+                m.msg_sent.inc_by(n);
+            }
+        }
+    }
+}
+
+impl Drop for Call {
+    fn drop(&mut self) {
+        let code = self.code.unwrap_or(tonic::Code::Cancelled as i32);
+        let took = self.started.elapsed();
+        tracing::debug!(
+            method = self.path.path(),
+            status = code_name(code),
+            duration_us = took.as_micros() as u64,
+            "call"
+        );
+        if let Some((m, _)) = &self.metrics {
+            m.finish(code, took);
+        }
+        self.span.record("rpc.grpc.status_code", code);
+        if code != tonic::Code::Ok as i32 {
+            self.span.record("otel.status_code", "ERROR");
+        }
+    }
+}
+
+fn grpc_status(headers: &http::HeaderMap) -> Option<i32> {
+    headers.get("grpc-status")?.to_str().ok()?.parse().ok()
+}
+
+/// Counts the gRPC messages in an answer's bytes: each is a 5-byte prefix (compressed flag,
+/// big-endian length) and its payload, and one data frame may hold several messages or a part
+/// of one.
+#[derive(Default)]
+struct Messages {
+    prefix: [u8; 5],
+    prefix_len: usize,
+    payload_left: u64,
+}
+
+impl Messages {
+    /// How many messages begin in `data`.
+    fn count(&mut self, mut data: &[u8]) -> u64 {
+        let mut begun = 0;
+        while !data.is_empty() {
+            if self.payload_left > 0 {
+                let skip = data
+                    .len()
+                    .min(usize::try_from(self.payload_left).unwrap_or(usize::MAX));
+                data = &data[skip..];
+                self.payload_left -= skip as u64;
+                continue;
+            }
+            let take = data.len().min(5 - self.prefix_len);
+            self.prefix[self.prefix_len..self.prefix_len + take].copy_from_slice(&data[..take]);
+            self.prefix_len += take;
+            data = &data[take..];
+            if self.prefix_len == 5 {
+                begun += 1;
+                self.prefix_len = 0;
+                let len = [
+                    self.prefix[1],
+                    self.prefix[2],
+                    self.prefix[3],
+                    self.prefix[4],
+                ];
+                self.payload_left = u64::from(u32::from_be_bytes(len));
+            }
+        }
+        begun
+    }
+}
+
 /// A response body that keeps its call open, and its room reserved, until it is done.
 struct Tracked {
     body: Body,
+    call: Call,
     _open: Option<OpenCall>,
     _reserved: Option<Reserved>,
 }
@@ -129,7 +260,15 @@ impl http_body::Body for Tracked {
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<bytes::Bytes>, tonic::Status>>> {
-        Pin::new(&mut self.body).poll_frame(cx)
+        let polled = Pin::new(&mut self.body).poll_frame(cx);
+        if let Poll::Ready(Some(Ok(frame))) = &polled {
+            if let Some(data) = frame.data_ref() {
+                self.call.sent(data);
+            } else if let Some(code) = frame.trailers_ref().and_then(grpc_status) {
+                self.call.code = Some(code);
+            }
+        }
+        polled
     }
 
     fn is_end_stream(&self) -> bool {
@@ -144,6 +283,21 @@ impl http_body::Body for Tracked {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn messages_are_counted_across_and_within_frames() {
+        let message = |len: u8| {
+            let mut m = vec![0, 0, 0, 0, len];
+            m.extend(std::iter::repeat_n(7, usize::from(len)));
+            m
+        };
+        let stream: Vec<u8> = [message(3), message(0), message(10), message(1)].concat();
+        for cut in [1, 2, 4, 5, 6, 9, 13, stream.len()] {
+            let mut counter = Messages::default();
+            let total: u64 = stream.chunks(cut).map(|c| counter.count(c)).sum();
+            assert_eq!(total, 4, "chunks of {cut} bytes");
+        }
+    }
 
     #[test]
     fn grpc_message_is_percent_encoded() {

@@ -211,6 +211,7 @@ pub struct RemoteCatalogs {
     ttl: Duration,
     limits: RemoteLimits,
     slots: Arc<Mutex<HashMap<String, Slot>>>,
+    metrics: Option<Arc<super::metrics::Metrics>>,
 }
 
 enum Slot {
@@ -254,7 +255,14 @@ impl RemoteCatalogs {
             ttl,
             limits,
             slots: Arc::new(Mutex::new(HashMap::new())),
+            metrics: None,
         }
+    }
+
+    /// Counts reads and cache hits in `metrics`.
+    pub(super) fn with_metrics(mut self, metrics: Option<Arc<super::metrics::Metrics>>) -> Self {
+        self.metrics = metrics;
+        self
     }
 
     pub fn budget(&self) -> Duration {
@@ -271,6 +279,9 @@ impl RemoteCatalogs {
             Some(Slot::Ready(c))
                 if c.fetched.elapsed() < self.ttl && c.connected.load(Ordering::Acquire) =>
             {
+                if let Some(m) = &self.metrics {
+                    m.remote_cache_hit();
+                }
                 return Pending(Found::Ready(c.catalog.clone()));
             }
             Some(Slot::Reading(r)) => {
@@ -296,12 +307,19 @@ impl RemoteCatalogs {
         tracing::info!(address, "reading the catalog of another server");
         let (tx, rx) = watch::channel(None);
         slots.insert(address.to_owned(), Slot::Reading(rx.clone()));
-        let (address, limits, slots) =
-            (address.to_owned(), self.limits.clone(), self.slots.clone());
+        let (address, limits, slots, metrics) = (
+            address.to_owned(),
+            self.limits.clone(),
+            self.slots.clone(),
+            self.metrics.clone(),
+        );
         tokio::spawn(async move {
             let result = tokio::time::timeout(limits.budget, fetch(&address, &limits))
                 .await
                 .unwrap_or_else(|_| Err(out_of_time(&address, limits.budget)));
+            if let Some(m) = &metrics {
+                m.remote_fetch(result.is_ok());
+            }
             {
                 let mut slots = lock(&slots);
                 match &result {

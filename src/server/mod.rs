@@ -5,14 +5,18 @@
 //! The port is bound before the catalog is loaded, so probes get an answer at once: health
 //! says NOT_SERVING until the index is open, and registry calls wait for it. SIGTERM or
 //! SIGINT stops accepting, lets in-flight calls and streams finish (up to a grace period)
-//! and returns.
+//! and returns. With a metrics listener, Prometheus metrics and HTTP probes are served
+//! there, stopped by the same signal and ready at the same moment.
 mod calls;
 mod catalog;
 pub mod catalogs;
 mod connection;
+mod endpoint;
 mod experimental;
 mod health;
 mod limits;
+mod metrics;
+mod process;
 mod registry;
 mod resolution;
 
@@ -23,10 +27,12 @@ pub use resolution::ResolutionOptions;
 use crate::api::resolution::server::resolution_server::ResolutionServer;
 use crate::api::server::experimental_registry_server::ExperimentalRegistryServer;
 use crate::api::server::registry_server::RegistryServer;
-use crate::store::cache::{CacheError, Loaded};
+use crate::store::cache::{CacheError, Loaded, Outcome};
+use metrics::{CatalogFacts, Metrics};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use tokio::net::TcpListener;
+use tokio::sync::watch;
 use tonic_health::pb::health_check_response::ServingStatus;
 use tonic_health::pb::health_server::HealthServer;
 use tracing::{error, info, warn};
@@ -41,10 +47,12 @@ const MAX_HEADER_LIST_BYTES: u32 = 64 << 10;
 
 /// Serves on `listener` the catalog that `load` opens (on a blocking thread) until
 /// `shutdown` resolves (see `shutdown_signal`), every client within `limits`; `resolution`
-/// says which other catalog servers the resolution service may read and how. An error means
+/// says which other catalog servers the resolution service may read and how. With
+/// `metrics_listener`, metrics are recorded and served there (see `endpoint`). An error means
 /// the catalog could not be loaded.
 pub async fn run<L>(
     listener: TcpListener,
+    metrics_listener: Option<TcpListener>,
     load: L,
     shutdown: impl std::future::Future<Output = ()>,
     grace: Duration,
@@ -72,14 +80,25 @@ where
         .build_v1alpha()
         .map_err(|e| CacheError::Io(format!("reflection: {e}")))?;
 
-    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let metrics = metrics_listener.as_ref().map(|_| {
+        Arc::new(Metrics::new(&[
+            crate::api::FILE_DESCRIPTOR_SET,
+            tonic_health::pb::FILE_DESCRIPTOR_SET,
+            tonic_reflection::pb::v1::FILE_DESCRIPTOR_SET,
+            tonic_reflection::pb::v1alpha::FILE_DESCRIPTOR_SET,
+        ]))
+    });
+    // The one shutdown signal of every listener.
+    let (stop_tx, stop_rx) = watch::channel(false);
     let max_request = limits.max_request_bytes;
     let router = tonic::transport::Server::builder()
         .max_concurrent_streams(limits.max_streams_per_connection)
         .http2_keepalive_interval(Some(KEEPALIVE_INTERVAL))
         .http2_keepalive_timeout(Some(KEEPALIVE_TIMEOUT))
         .http2_max_header_list_size(MAX_HEADER_LIST_BYTES)
-        .layer(calls::CallsLayer)
+        .layer(calls::CallsLayer {
+            metrics: metrics.clone(),
+        })
         .add_service(
             RegistryServer::new(registry::RegistryService {
                 catalog: catalog.clone(),
@@ -94,25 +113,57 @@ where
             .max_decoding_message_size(max_request),
         )
         .add_service(
-            ResolutionServer::new(resolution::ResolutionService::new(catalog, resolution))
-                .max_decoding_message_size(max_request),
+            ResolutionServer::new(resolution::ResolutionService::new(
+                catalog,
+                resolution,
+                metrics.clone(),
+            ))
+            .max_decoding_message_size(max_request),
         )
         .add_service(HealthServer::new(health))
         .add_service(reflection_v1)
         .add_service(reflection_v1alpha);
     let incoming = connection::incoming(listener, Arc::new(limits));
-    let mut server = tokio::spawn(router.serve_with_incoming_shutdown(incoming, async {
-        let _ = stop_rx.await;
+    let mut grpc_stop = stop_rx.clone();
+    let mut server = tokio::spawn(router.serve_with_incoming_shutdown(incoming, async move {
+        let _ = grpc_stop.wait_for(|stopping| *stopping).await;
     }));
+    if let (Some(listener), Some(metrics)) = (metrics_listener, &metrics) {
+        tokio::spawn(endpoint::serve(
+            listener,
+            metrics.clone(),
+            health_tx.subscribe(),
+            stop_rx,
+        ));
+    }
 
     let signal = shutdown;
     tokio::pin!(signal);
-    let mut loading = tokio::task::spawn_blocking(load);
+    let mut loading = tokio::task::spawn_blocking(move || {
+        let _span = tracing::info_span!(target: crate::SPAN_TARGET, "catalog.load").entered();
+        let started = Instant::now();
+        let loaded = load()?;
+        let facts = catalog_facts(&loaded, started.elapsed())?;
+        Ok::<_, CacheError>((loaded, facts))
+    });
     let mut _scratch = None;
     tokio::select! {
         loaded = &mut loading => {
-            let Loaded { store, scratch, .. } =
+            let (Loaded { store, scratch, .. }, facts) =
                 loaded.map_err(|e| CacheError::Io(format!("loading task failed: {e}")))??;
+            info!(
+                digest = %facts.digest,
+                packages = facts.packages,
+                channels = facts.channels,
+                bundles = facts.bundles,
+                index_bytes = facts.index_bytes,
+                start = if facts.warm { "warm" } else { "cold" },
+                load_ms = facts.load.as_millis() as u64,
+                "catalog loaded"
+            );
+            if let Some(m) = &metrics {
+                m.catalog_loaded(&facts);
+            }
             publisher.publish(Arc::new(store));
             _scratch = scratch;
             health_tx.send_replace(ServingStatus::Serving);
@@ -132,7 +183,7 @@ where
     // do not hold the connection open through the graceful stop.
     health_tx.send_replace(ServingStatus::NotServing);
     drop(health_tx);
-    let _ = stop_tx.send(());
+    stop_tx.send_replace(true);
     match tokio::time::timeout(grace, &mut server).await {
         Ok(Ok(Ok(()))) => info!("stopped"),
         Ok(Ok(Err(e))) => error!("server error while stopping: {e}"),
@@ -146,6 +197,27 @@ where
         }
     }
     Ok(())
+}
+
+/// What the logs and metrics say about a catalog that `took` to load. Blocking: it counts in
+/// the index.
+fn catalog_facts(loaded: &Loaded, took: Duration) -> Result<CatalogFacts, CacheError> {
+    let (packages, channels, bundles) = loaded
+        .store
+        .with_conn(crate::store::query::counts)
+        .map_err(|e| CacheError::Io(format!("counting the catalog: {e:?}")))?;
+    let index_bytes = std::fs::metadata(loaded.store.path())
+        .map(|m| i64::try_from(m.len()).unwrap_or(i64::MAX))
+        .unwrap_or_default();
+    Ok(CatalogFacts {
+        digest: loaded.store.digest().to_owned(),
+        packages,
+        channels,
+        bundles,
+        index_bytes,
+        warm: matches!(loaded.outcome, Outcome::Reused),
+        load: took,
+    })
 }
 
 /// Resolves on SIGTERM or SIGINT. The handlers are installed by the call itself, not when

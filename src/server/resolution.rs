@@ -13,6 +13,7 @@ use tonic::{Request, Response, Status};
 
 use super::catalog::Catalog;
 use super::catalogs::{RemoteCatalogs, RemoteLimits, from_store};
+use super::metrics::{Metrics, ResolutionOutcome};
 use crate::api::resolution::server::resolution_server::Resolution;
 use crate::api::resolution::{
     self as pb, ResolveRequest, ResolveResponse, UpgradeConstraintPolicy, UpgradeStrategy,
@@ -36,11 +37,43 @@ pub struct ResolutionService {
     /// This server's catalog in the resolver's model (with its classic preparation, made on
     /// first use), built once per loaded index.
     local: tokio::sync::Mutex<Option<(Arc<Store>, service::Catalog)>>,
+    metrics: Option<Arc<Metrics>>,
 }
 
 #[tonic::async_trait]
 impl Resolution for ResolutionService {
     async fn resolve(
+        &self,
+        req: Request<ResolveRequest>,
+    ) -> Result<Response<ResolveResponse>, Status> {
+        let Some(metrics) = &self.metrics else {
+            return self.answer(req).await;
+        };
+        let started = Instant::now();
+        let mode = match pb::Mode::try_from(req.get_ref().mode) {
+            Ok(pb::Mode::Classic) => "classic",
+            Ok(pb::Mode::V1) => "v1",
+            _ => "unspecified",
+        };
+        let answer = self.answer(req).await;
+        let outcome = match &answer {
+            Ok(r)
+                if r.get_ref().unsatisfiable.is_some()
+                    || r.get_ref().results.iter().any(|r| !r.error.is_empty()) =>
+            {
+                ResolutionOutcome::Unsatisfiable
+            }
+            Ok(_) => ResolutionOutcome::Resolved,
+            Err(s) if s.code() == tonic::Code::InvalidArgument => ResolutionOutcome::Invalid,
+            Err(_) => ResolutionOutcome::Failed,
+        };
+        metrics.resolution(mode, outcome, started.elapsed());
+        answer
+    }
+}
+
+impl ResolutionService {
+    async fn answer(
         &self,
         req: Request<ResolveRequest>,
     ) -> Result<Response<ResolveResponse>, Status> {
@@ -72,15 +105,21 @@ impl Resolution for ResolutionService {
             .map_err(Status::failed_precondition)?;
         Ok(Response::new(to_response(outcome)))
     }
-}
 
-impl ResolutionService {
-    pub fn new(catalog: Catalog, options: ResolutionOptions) -> ResolutionService {
+    pub fn new(
+        catalog: Catalog,
+        options: ResolutionOptions,
+        metrics: Option<Arc<Metrics>>,
+    ) -> ResolutionService {
         ResolutionService {
             catalog,
-            remote: Arc::new(RemoteCatalogs::new(options.catalog_ttl, options.limits)),
+            remote: Arc::new(
+                RemoteCatalogs::new(options.catalog_ttl, options.limits)
+                    .with_metrics(metrics.clone()),
+            ),
             allowed: options.allowed,
             local: tokio::sync::Mutex::new(None),
+            metrics,
         }
     }
 

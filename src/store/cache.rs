@@ -62,7 +62,8 @@ pub struct CacheOptions<'a> {
 
 /// Opens the index for a catalog, building it when there is no usable one.
 pub fn open_or_build(opts: &CacheOptions<'_>) -> Result<Loaded, CacheError> {
-    let digest = digest::catalog_digest(opts.catalog, schema::CURRENT_VERSION)
+    let digest = tracing::info_span!(target: crate::SPAN_TARGET, "catalog.digest")
+        .in_scope(|| digest::catalog_digest(opts.catalog, schema::CURRENT_VERSION))
         .map_err(|e| CacheError::Ingest(IngestError::Load(e)))?;
     let Some(cache_dir) = opts.cache_dir else {
         return build_in_scratch(opts.catalog, &digest);
@@ -141,7 +142,9 @@ fn build(
     digest: &str,
     scratch: Option<tempfile::TempDir>,
 ) -> Result<Loaded, CacheError> {
-    let summary = build_index(catalog, index, digest).map_err(CacheError::Ingest)?;
+    let summary = tracing::info_span!(target: crate::SPAN_TARGET, "catalog.ingest")
+        .in_scope(|| build_index(catalog, index, digest))
+        .map_err(CacheError::Ingest)?;
     info!(
         packages = summary.packages,
         bundles = summary.bundles,

@@ -32,6 +32,16 @@ fn gvk_text(group: &str, version: &str, kind: &str) -> String {
     )
 }
 
+/// Packages, channels and bundles in the index, for logs and metrics.
+pub fn counts(conn: &Connection) -> Result<(i64, i64, i64)> {
+    Ok(conn.query_row(
+        "SELECT (SELECT count(*) FROM package), (SELECT count(*) FROM channel),
+                (SELECT count(*) FROM bundle)",
+        [],
+        |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+    )?)
+}
+
 pub fn list_packages(conn: &Connection) -> Result<Vec<String>> {
     let mut stmt = conn.prepare_cached("SELECT name FROM package ORDER BY name")?;
     let names = stmt

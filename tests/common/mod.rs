@@ -77,8 +77,9 @@ impl Server {
         let sink = log.clone();
         std::thread::spawn(move || {
             for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                // The address ends the message, in text and in JSON log lines.
                 if let Some(addr) = line.split("listening on ").nth(1) {
-                    let _ = tx.send(addr.trim().to_owned());
+                    let _ = tx.send(addr.split('"').next().unwrap_or(addr).trim().to_owned());
                 }
                 sink.lock().unwrap().push(line);
             }
