@@ -408,3 +408,36 @@ async fn deeply_nested_directories_load_everywhere() {
     let server = Server::serving(dir.path(), &[]).await;
     assert_eq!(package_names(&mut server.client().await).await, ["p"]);
 }
+
+/// Bundle directories (and bundle images, unpacked into one) obey the same cap on each file.
+#[test]
+fn bundle_files_over_the_size_cap_are_refused() {
+    let bundle = tempfile::tempdir().unwrap();
+    write(
+        &bundle.path().join("metadata/annotations.yaml"),
+        "annotations:\n  operators.operatorframework.io.bundle.package.v1: small\n  operators.operatorframework.io.bundle.channels.v1: stable\n  operators.operatorframework.io.bundle.mediatype.v1: registry+v1\n",
+    );
+    let csv = bundle
+        .path()
+        .join("manifests/small.clusterserviceversion.yaml");
+    write(
+        &csv,
+        &format!(
+            "apiVersion: operators.coreos.com/v1alpha1\nkind: ClusterServiceVersion\nmetadata:\n  name: small.v1.0.0\nspec:\n  version: 1.0.0\n  description: {}\n",
+            "x".repeat(4096)
+        ),
+    );
+    let d = bundle.path().as_os_str();
+    let r = run_bounded(&[os("render"), d, os("--max-file-size"), os("1K")]);
+    assert_eq!(r.code, Some(1), "{}", r.stderr);
+    assert!(
+        r.stderr.contains(&format!(
+            "{}: larger than 1024 bytes, the most a catalog file may hold (see --max-file-size)",
+            csv.display()
+        )),
+        "{}",
+        r.stderr
+    );
+    let r = run_bounded(&[os("render"), d]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+}

@@ -57,7 +57,7 @@ pub fn read_documents(dir: &Path) -> Result<Vec<Manifest>, String> {
     let mut docs = Vec::new();
     for file in regular_files(dir)? {
         let path = dir.join(&file);
-        let data = std::fs::read(&path).map_err(|e| format!("reading {}: {e}", path.display()))?;
+        let data = read_file(&path)?;
         match yaml_to_json(&data) {
             Ok(object @ Value::Object(_)) => docs.push(Manifest {
                 file: file.to_string_lossy().into_owned(),
@@ -70,6 +70,24 @@ pub fn read_documents(dir: &Path) -> Result<Vec<Manifest>, String> {
         }
     }
     Ok(docs)
+}
+
+/// A bundle file's bytes, never more than the catalog file cap (`--max-file-size`): a bundle
+/// image's manifest could otherwise be as large as the unpacked image.
+pub(super) fn read_file(path: &Path) -> Result<Vec<u8>, String> {
+    use std::io::Read;
+    let cap = crate::catalog::file::max_file_size();
+    let mut data = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|f| f.take(cap + 1).read_to_end(&mut data))
+        .map_err(|e| format!("reading {}: {e}", path.display()))?;
+    if data.len() as u64 > cap {
+        return Err(format!(
+            "{}: larger than {cap} bytes, the most a catalog file may hold (see --max-file-size)",
+            path.display()
+        ));
+    }
+    Ok(data)
 }
 
 /// Names of the regular files (symlinks followed) directly in `dir` that do not start with

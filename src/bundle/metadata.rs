@@ -1,7 +1,7 @@
 //! A bundle's `metadata/` directory (catalog-formats.md §C.2, §C.3). Files are recognised by
 //! content, not by name: real bundles carry stray files (backups, whiteouts, test configs)
 //! next to `annotations.yaml`.
-use super::manifests::regular_files;
+use super::manifests::{read_file, regular_files};
 use crate::catalog::decode::yaml_to_json;
 use crate::catalog::json::canonical;
 use serde_json::Value;
@@ -54,7 +54,7 @@ pub fn read_dir(dir: &Path) -> Result<Metadata, String> {
     let mut properties = None;
     for file in regular_files(dir)? {
         let path = dir.join(&file);
-        let data = std::fs::read(&path).map_err(|e| format!("reading {}: {e}", path.display()))?;
+        let data = read_file(&path)?;
         let Ok(doc) = yaml_to_json(&data) else {
             tracing::debug!(file = %path.display(), "skipping an undecodable metadata file");
             continue;
