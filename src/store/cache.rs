@@ -6,6 +6,7 @@
 //! never crash-loop on its own cache — unless integrity is enforced, as opm does.
 use super::ingest::{IngestError, PARTIAL_PREFIX, PARTIAL_SUFFIX, Summary, build_index};
 use super::{Store, digest, schema};
+use crate::unfinished::ScratchDir;
 use std::path::{Path, PathBuf};
 use tracing::{info, warn};
 
@@ -46,8 +47,9 @@ pub struct Loaded {
     pub store: Store,
     pub outcome: Outcome,
     /// The private directory the index lives in when there is no cache directory; it is
-    /// removed when dropped, so keep it as long as the store is used.
-    pub scratch: Option<tempfile::TempDir>,
+    /// removed when dropped (or when the process stops before the load ends), so keep it as
+    /// long as the store is used.
+    pub scratch: Option<ScratchDir>,
 }
 
 pub struct CacheOptions<'a> {
@@ -128,9 +130,7 @@ pub fn index_path(cache_dir: &Path) -> PathBuf {
 }
 
 fn build_in_scratch(catalog: &Path, digest: &str) -> Result<Loaded, CacheError> {
-    let scratch = tempfile::Builder::new()
-        .prefix("olm-registry-cache-")
-        .tempdir()
+    let scratch = ScratchDir::new("olm-registry-cache-")
         .map_err(|e| CacheError::Io(format!("creating a private cache directory: {e}")))?;
     let index = scratch.path().join(INDEX_FILE);
     build(catalog, &index, digest, Some(scratch))
@@ -140,7 +140,7 @@ fn build(
     catalog: &Path,
     index: &Path,
     digest: &str,
-    scratch: Option<tempfile::TempDir>,
+    scratch: Option<ScratchDir>,
 ) -> Result<Loaded, CacheError> {
     let summary = tracing::info_span!(target: crate::SPAN_TARGET, "catalog.ingest")
         .in_scope(|| build_index(catalog, index, digest))
