@@ -1,6 +1,9 @@
 //! Test harness: runs the real `olm-registry` binary on an ephemeral 127.0.0.1 port and talks
 //! to it with real gRPC clients.
-#![allow(dead_code)]
+
+pub mod prometheus;
+pub mod proxy;
+pub mod registry;
 
 use olm_registry::api::registry_client::RegistryClient;
 use std::io::{BufRead, BufReader};
@@ -44,7 +47,6 @@ pub fn fixture(rel: &str) -> PathBuf {
 pub struct Server {
     child: Option<Child>,
     pub addr: String,
-    pub termination_log: PathBuf,
     log: Arc<Mutex<Vec<String>>>,
     _dir: tempfile::TempDir,
 }
@@ -93,7 +95,6 @@ impl Server {
         Server {
             child: Some(child),
             addr,
-            termination_log,
             log,
             _dir: dir,
         }

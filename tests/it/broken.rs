@@ -1,8 +1,7 @@
 //! Broken catalogs: `validate` lists every problem with its file, line and object and exits 1;
 //! `serve` refuses to start, writes the termination log and leaves no index behind.
-mod common;
 
-use common::{Server, files_below, run};
+use crate::common::{Server, files_below, run};
 use std::path::Path;
 
 const PACKAGE: &str = r#"{"schema":"olm.package","name":"foo","defaultChannel":"stable"}"#;
