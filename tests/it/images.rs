@@ -94,13 +94,11 @@ async fn a_second_pull_works_offline() {
         "cache-operator"
     );
     let server = Server::serving(Path::new(&tag), &flags).await;
-    assert!(
-        server.log().contains(&format!(
+    server
+        .wait_for_log(&format!(
             "using the copy cached when it was last pulled ({digest})"
-        )),
-        "{}",
-        server.log()
-    );
+        ))
+        .await;
 }
 
 #[tokio::test]

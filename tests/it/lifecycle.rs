@@ -237,7 +237,7 @@ async fn sigterm_lets_a_list_bundles_stream_finish() {
     assert_eq!(count, 1500);
     let status = server.wait().await;
     assert_eq!(status.code(), Some(0), "log:\n{}", server.log());
-    assert!(server.log().contains("received SIGTERM"));
+    server.wait_for_log("received SIGTERM").await;
 }
 
 #[tokio::test]

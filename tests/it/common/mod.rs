@@ -156,13 +156,21 @@ impl Server {
         self.wait_for_log_lines(needle, 1).await;
     }
 
-    /// Waits until the log has `count` lines containing `needle`.
+    /// Waits until the log has `count` lines containing `needle`. Lines reach the log through
+    /// a reader thread, so a line the server wrote before some event may arrive after it.
     pub async fn wait_for_log_lines(&self, needle: &str, count: usize) {
         let seen = || {
             let log = self.log.lock().unwrap();
             log.iter().filter(|l| l.contains(needle)).count()
         };
+        let deadline = tokio::time::Instant::now() + PATIENCE;
         while seen() < count {
+            if tokio::time::Instant::now() > deadline {
+                panic!(
+                    "no {count} lines with {needle:?} within {PATIENCE:?}; log:\n{}",
+                    self.log()
+                );
+            }
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
     }
