@@ -1,0 +1,121 @@
+//! TCP proxies on loopback that stand for a misbehaving registry. [`CuttingProxy`] cuts
+//! connections mid-response, deterministically: the first `cuts` connections that carry more
+//! than `after` bytes from the server are reset at that point (a registry that goes away in
+//! the middle of a blob). [`GateProxy`] holds every connection until it is opened (a registry
+//! that is slow to answer, for as long as a test needs).
+
+use std::io::{Read, Write};
+use std::net::{Shutdown, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+
+pub struct CuttingProxy {
+    pub addr: String,
+    pub cut: Arc<AtomicUsize>,
+    remaining: Arc<AtomicUsize>,
+}
+
+impl CuttingProxy {
+    pub fn start(upstream: &str, after: u64, cuts: usize) -> CuttingProxy {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        let remaining = Arc::new(AtomicUsize::new(cuts));
+        let cut = Arc::new(AtomicUsize::new(0));
+        let upstream = upstream.to_owned();
+        let (remaining_c, cut_c) = (remaining.clone(), cut.clone());
+        std::thread::spawn(move || {
+            for client in listener.incoming() {
+                let Ok(client) = client else { break };
+                let Ok(server) = TcpStream::connect(&upstream) else {
+                    break;
+                };
+                let (c2, s2) = (client.try_clone().unwrap(), server.try_clone().unwrap());
+                std::thread::spawn(move || pipe(c2, s2, None));
+                let (remaining, cut) = (remaining_c.clone(), cut_c.clone());
+                std::thread::spawn(move || pipe(server, client, Some((after, remaining, cut))));
+            }
+        });
+        CuttingProxy {
+            addr,
+            cut,
+            remaining,
+        }
+    }
+
+    /// From now on every connection passes whole (the registry is back).
+    pub fn stop_cutting(&self) {
+        self.remaining.store(0, Ordering::SeqCst);
+    }
+
+    pub fn cuts_made(&self) -> usize {
+        self.cut.load(Ordering::SeqCst)
+    }
+}
+
+pub struct GateProxy {
+    pub addr: String,
+    open: Arc<(Mutex<bool>, Condvar)>,
+}
+
+impl GateProxy {
+    pub fn start(upstream: &str) -> GateProxy {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        let open = Arc::new((Mutex::new(false), Condvar::new()));
+        let (upstream, gate) = (upstream.to_owned(), open.clone());
+        std::thread::spawn(move || {
+            for client in listener.incoming() {
+                let Ok(client) = client else { break };
+                let (upstream, gate) = (upstream.clone(), gate.clone());
+                std::thread::spawn(move || {
+                    let (lock, opened) = &*gate;
+                    let _open = opened
+                        .wait_while(lock.lock().unwrap(), |open| !*open)
+                        .unwrap();
+                    let Ok(server) = TcpStream::connect(&upstream) else {
+                        return;
+                    };
+                    let (c2, s2) = (client.try_clone().unwrap(), server.try_clone().unwrap());
+                    std::thread::spawn(move || pipe(c2, s2, None));
+                    pipe(server, client, None);
+                });
+            }
+        });
+        GateProxy { addr, open }
+    }
+
+    /// Lets the held connections and all later ones through.
+    pub fn open(&self) {
+        *self.open.0.lock().unwrap() = true;
+        self.open.1.notify_all();
+    }
+}
+
+type Cutter = (u64, Arc<AtomicUsize>, Arc<AtomicUsize>);
+
+fn pipe(mut from: TcpStream, mut to: TcpStream, cutter: Option<Cutter>) {
+    let mut buf = [0u8; 16 * 1024];
+    let mut sent = 0u64;
+    loop {
+        let n = match from.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => n,
+        };
+        if let Some((after, remaining, cut)) = &cutter
+            && sent + n as u64 > *after
+            && remaining
+                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |r| r.checked_sub(1))
+                .is_ok()
+        {
+            cut.fetch_add(1, Ordering::SeqCst);
+            let _ = from.shutdown(Shutdown::Both);
+            let _ = to.shutdown(Shutdown::Both);
+            return;
+        }
+        if to.write_all(&buf[..n]).is_err() {
+            break;
+        }
+        sent += n as u64;
+    }
+    let _ = to.shutdown(Shutdown::Write);
+}

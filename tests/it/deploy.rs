@@ -1,0 +1,178 @@
+//! The files in `deploy/`: the core kinds validate (strictly: no unknown fields) against
+//! Kubernetes' own schemas with `kubernetes-validate` (PyPI; the schemas ship with it, no
+//! cluster needed), and the pieces that refer to each other agree (ports, names, labels, the
+//! command line).
+
+use serde::Deserialize;
+use serde_yaml::Value;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The Kubernetes version the files are checked against: the oldest still supported by most
+/// distributions, with gRPC probes long GA.
+const KUBERNETES: &str = "1.29.0";
+
+fn deploy(file: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("deploy")
+        .join(file)
+}
+
+fn documents(file: &str) -> Vec<Value> {
+    let text = std::fs::read_to_string(deploy(file)).unwrap();
+    serde_yaml::Deserializer::from_str(&text)
+        .map(|d| Value::deserialize(d).unwrap())
+        .collect()
+}
+
+fn validate(files: &[PathBuf]) -> (bool, Vec<String>) {
+    let out = Command::new("kubernetes-validate")
+        .args(["--strict", "-k", KUBERNETES])
+        .args(files)
+        .current_dir(deploy(""))
+        .output()
+        .expect("kubernetes-validate is installed (scripts/test.sh installs it)");
+    let mut lines: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .chain(String::from_utf8_lossy(&out.stderr).lines())
+        .map(str::to_owned)
+        .collect();
+    lines.sort();
+    (out.status.success(), lines)
+}
+
+#[test]
+fn deployment_files_validate_against_the_kubernetes_schemas() {
+    // Named from deploy/, as the checker's lines name them.
+    let files = [
+        "catalogsource.yaml",
+        "deployment.yaml",
+        "servicemonitor.yaml",
+    ]
+    .map(PathBuf::from);
+    let (ok, lines) = validate(&files);
+    let crd = |file: &str, kind: &str, api: &str| {
+        format!(
+            "WARN {file} Couldn't find schema for kind {kind} with api version {api} for kubernetes version 1.29"
+        )
+    };
+    // The two custom kinds have no schema in the package: only the core kinds are checked.
+    let mut want = vec![
+        crd(
+            "catalogsource.yaml",
+            "CatalogSource",
+            "operators.coreos.com/v1alpha1",
+        ),
+        crd(
+            "catalogsource.yaml",
+            "CatalogSource",
+            "operators.coreos.com/v1alpha1",
+        ),
+        "INFO deployment.yaml passed for resource deployment/olm-registry against version 1.29"
+            .to_owned(),
+        "INFO deployment.yaml passed for resource service/olm-registry against version 1.29"
+            .to_owned(),
+        crd(
+            "servicemonitor.yaml",
+            "ServiceMonitor",
+            "monitoring.coreos.com/v1",
+        ),
+    ];
+    want.sort();
+    assert_eq!((ok, lines), (true, want));
+}
+
+/// The checker is strict: a misspelt field or a wrong type fails.
+#[test]
+fn the_schema_checker_rejects_a_broken_deployment() {
+    let dir = tempfile::tempdir().unwrap();
+    let broken = dir.path().join("broken.yaml");
+    let text = std::fs::read_to_string(deploy("deployment.yaml"))
+        .unwrap()
+        .replace(
+            "readOnlyRootFilesystem: true",
+            "readOnlyRootFilesytem: true",
+        );
+    std::fs::write(&broken, text).unwrap();
+    let (ok, lines) = validate(&[broken]);
+    assert!(!ok, "{lines:?}");
+    assert!(
+        lines.iter().any(|l| l.contains("readOnlyRootFilesytem")),
+        "{lines:?}"
+    );
+}
+
+#[test]
+fn ports_names_labels_and_command_line_agree() {
+    let deployment = &documents("deployment.yaml");
+    let (workload, service) = (&deployment[0], &deployment[1]);
+    let pod = &workload["spec"]["template"];
+    let container = &pod["spec"]["containers"][0];
+    let container_ports: Vec<(String, u64)> = container["ports"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            (
+                p["name"].as_str().unwrap().to_owned(),
+                p["containerPort"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        container_ports,
+        [("grpc".to_owned(), 50051), ("metrics".to_owned(), 9090)]
+    );
+    let args: Vec<&str> = container["args"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap())
+        .collect();
+    assert!(args.contains(&"--metrics-addr=9090"), "{args:?}");
+    // The command line parses: clap reaches --help only when every argument before it is
+    // accepted.
+    let mut with_help = args.clone();
+    with_help.push("--help");
+    let (code, _, stderr) = crate::common::run(&with_help);
+    assert_eq!((code, stderr), (0, String::new()));
+
+    let service_ports: Vec<(String, u64, String)> = service["spec"]["ports"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            (
+                p["name"].as_str().unwrap().to_owned(),
+                p["port"].as_u64().unwrap(),
+                p["targetPort"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        service_ports,
+        [
+            ("grpc".to_owned(), 50051, "grpc".to_owned()),
+            ("metrics".to_owned(), 9090, "metrics".to_owned())
+        ]
+    );
+    let labels = &pod["metadata"]["labels"];
+    assert_eq!(&service["spec"]["selector"], labels);
+    assert_eq!(&workload["spec"]["selector"]["matchLabels"], labels);
+
+    let monitor = &documents("servicemonitor.yaml")[0];
+    assert_eq!(
+        &monitor["spec"]["selector"]["matchLabels"],
+        &service["metadata"]["labels"]
+    );
+    assert_eq!(monitor["spec"]["endpoints"][0]["port"], "metrics");
+    assert_eq!(monitor["spec"]["endpoints"][0]["path"], "/metrics");
+
+    let served = &documents("catalogsource.yaml")[1];
+    let address = format!(
+        "{}.{}.svc:50051",
+        service["metadata"]["name"].as_str().unwrap(),
+        service["metadata"]["namespace"].as_str().unwrap()
+    );
+    assert_eq!(served["spec"]["address"].as_str(), Some(address.as_str()));
+}
