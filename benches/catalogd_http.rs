@@ -221,7 +221,6 @@ impl Drop for Nginx {
 /// What `clients` downloaders did in one timed window.
 struct Downloads {
     bytes: u64,
-    requests: u64,
     elapsed: f64,
     /// Responses that were not 200 with the expected Content-Encoding, and transport errors.
     errors: Vec<String>,
@@ -232,8 +231,10 @@ impl Downloads {
         self.bytes as f64 / self.elapsed / 1e6
     }
 
-    fn requests_per_s(&self) -> f64 {
-        self.requests as f64 / self.elapsed
+    /// Whole downloads of `size` bytes per second that the bytes received amount to (at
+    /// 32 clients few downloads finish within a window).
+    fn downloads_per_s(&self, size: usize) -> f64 {
+        self.bytes as f64 / size as f64 / self.elapsed
     }
 }
 
@@ -248,7 +249,7 @@ async fn downloads(url: &str, clients: usize, gzip: bool, seconds: f64) -> Downl
     for _ in 0..clients {
         let (bytes, url, http) = (bytes.clone(), url.to_owned(), client());
         tasks.spawn(async move {
-            let (mut requests, mut errors) = (0u64, Vec::new());
+            let mut errors = Vec::new();
             'requests: while tokio::time::Instant::now() < deadline {
                 let sent = http
                     .get(&url)
@@ -285,19 +286,16 @@ async fn downloads(url: &str, clients: usize, gzip: bool, seconds: f64) -> Downl
                         }
                     }
                 }
-                requests += 1;
             }
-            (requests, errors)
+            errors
         });
     }
     let mut result = Downloads {
         bytes: 0,
-        requests: 0,
         elapsed: 0.0,
         errors: Vec::new(),
     };
-    for (requests, errors) in tasks.join_all().await {
-        result.requests += requests;
+    for errors in tasks.join_all().await {
         result.errors.extend(errors);
     }
     result.elapsed = started.elapsed().as_secs_f64().min(seconds);
@@ -466,7 +464,7 @@ async fn main() {
     );
     println!(
         "{:<34} {:>7} | {:>9} {:>7} {:>14} | {:>9} {:>7} | {:>10}",
-        "/all", "clients", "ours MB/s", "req/s", "RSS MiB", "nginx MB/s", "req/s", "ours/nginx"
+        "/all", "clients", "ours MB/s", "/all/s", "RSS MiB", "nginx MB/s", "/all/s", "ours/nginx"
     );
     let mut errors = 0;
     for (label, gzip, nginx_addr) in [
@@ -474,6 +472,7 @@ async fn main() {
         ("gzip (nginx gzip_static)", true, nginx.gzip_static),
         ("gzip (nginx on the fly, level 1)", true, nginx.gzip),
     ] {
+        let body = if gzip { all_gz.len() } else { all.len() };
         for &clients in &opts.clients {
             let n = downloads(&Nginx::url(nginx_addr), clients, gzip, secs).await;
             errors += n.errors.len();
@@ -491,7 +490,7 @@ async fn main() {
                         format!(
                             "{:>9.0} {:>7.2} {:>14}",
                             d.mb_per_s(),
-                            d.requests_per_s(),
+                            d.downloads_per_s(body),
                             format!("{before:.0}->{after:.0} ({peak:.0})")
                         ),
                         format!("{:>10.2}", d.mb_per_s() / n.mb_per_s()),
@@ -505,7 +504,7 @@ async fn main() {
             println!(
                 "{label:<34} {clients:>7} | {ours_cols} | {:>10.0} {:>7.2} | {ratio}",
                 n.mb_per_s(),
-                n.requests_per_s()
+                n.downloads_per_s(body)
             );
             for e in n.errors.iter().take(3) {
                 println!("  nginx: {e}");
