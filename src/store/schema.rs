@@ -72,7 +72,6 @@ pub fn migrate(conn: &Connection, stage: Stage) -> rusqlite::Result<()> {
     Ok(())
 }
 
-
 pub fn version(conn: &Connection) -> rusqlite::Result<u32> {
     conn.query_row("PRAGMA user_version", [], |r| r.get(0))
 }
