@@ -221,7 +221,7 @@ mod tests {
 
     #[test]
     fn metas_parameters() {
-        let filter = |s, p, n| MetasFilter {
+        let filter = |s: Option<&str>, p: Option<&str>, n: Option<&str>| MetasFilter {
             schema: s.map(String::from),
             package: p.map(String::from),
             name: n.map(String::from),
