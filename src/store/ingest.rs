@@ -5,13 +5,14 @@
 //! rest in memory for validation, so memory is bounded by the largest file, not the catalog.
 //! Everything happens in one transaction on a new file that replaces the target only when
 //! complete: a failed ingest leaves nothing behind.
+use super::content::{ContentWriter, Line};
 use super::encode::{encode_edges, encode_objects, encode_tail};
-use super::schema;
+use super::schema::{self, Stage};
 use crate::api;
 use crate::catalog::decode::{LoadError, describe_load_errors};
 use crate::catalog::model::{Model, ModelPackage, ValidationError};
 use crate::catalog::property::{self, Typed};
-use crate::catalog::walk::{CatalogFile, read_file, read_in_order};
+use crate::catalog::walk::{CatalogFile, read_file_seeing, read_in_order};
 use crate::catalog::{self, Bundle, DeclarativeConfig, Document, Meta};
 use prost::Message;
 use rusqlite::{Connection, params};
@@ -75,7 +76,8 @@ enum Parsed {
     Other(Document),
 }
 
-type FileResult = Result<(u64, Vec<Parsed>), Vec<LoadError>>;
+/// A file's bytes, its documents, and their catalogd lines.
+type FileResult = Result<(u64, Vec<Parsed>, Vec<Line>), Vec<LoadError>>;
 
 /// The name of the file an ingest writes before renaming it into place: `.index-*.db.partial`,
 /// locked (`flock`) by the process writing it.
@@ -105,9 +107,9 @@ pub fn build_index(catalog: &Path, target: &Path, digest: &str) -> Result<Summar
              PRAGMA cache_size = -16384; PRAGMA temp_store = MEMORY;",
         )?;
         let tx = conn.transaction()?;
-        schema::migrate(&tx, 1)?;
+        schema::migrate(&tx, Stage::Tables)?;
         let summary = load(catalog, &files, &tx, digest)?;
-        schema::migrate(&tx, schema::CURRENT_VERSION)?;
+        schema::migrate(&tx, Stage::Complete)?;
         tx.commit()?;
         conn.close().map_err(|(_, e)| IngestError::from(e))?;
         Ok(summary)
@@ -141,6 +143,7 @@ fn load(
     digest: &str,
 ) -> Result<Summary, IngestError> {
     let mut writer = Writer::new(conn)?;
+    let mut content = ContentWriter::new(conn)?;
     let mut errors = Vec::new();
     let mut summary = Summary {
         files: files.len(),
@@ -148,10 +151,13 @@ fn load(
     };
     read_in_order(files, parse_file, |result| {
         match result {
-            Ok((bytes, docs)) => {
+            Ok((bytes, docs, lines)) => {
                 summary.bytes += bytes;
                 for doc in docs {
                     writer.add(doc, &mut errors)?;
+                }
+                for line in &lines {
+                    content.add(line)?;
                 }
             }
             Err(e) => errors.extend(e),
@@ -161,6 +167,7 @@ fn load(
     if !errors.is_empty() {
         return Err(IngestError::Load(errors));
     }
+    content.finish(conn)?;
     let Writer {
         dc,
         manifests,
@@ -192,7 +199,8 @@ fn load(
 
 /// A file as the writer takes it: each bundle's manifests split off its properties.
 fn parse_file(file: &CatalogFile) -> FileResult {
-    let read = read_file(file)?;
+    let mut lines = Vec::new();
+    let read = read_file_seeing(file, &mut |doc| lines.push(Line::of(doc)))?;
     let parsed = read
         .documents
         .into_iter()
@@ -211,7 +219,7 @@ fn parse_file(file: &CatalogFile) -> FileResult {
             other => Parsed::Other(other),
         })
         .collect();
-    Ok((read.bytes, parsed))
+    Ok((read.bytes, parsed, lines))
 }
 
 fn is_csv(json: &str) -> bool {
