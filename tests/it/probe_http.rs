@@ -1,7 +1,7 @@
 //! `health-probe -http=URL`, the real binary: against the metrics listener of a real server
 //! (`/readyz`, `/healthz`), and over HTTPS against a loopback listener that uses the
 //! server's own TLS acceptor with the test CA of `common::pki`.
-use crate::common::pki::Pki;
+use crate::common::pki::{Pki, tls_listener};
 use crate::common::{Server, fixture, run};
 use crate::observability::metrics_addr;
 use hyper::body::Incoming;
@@ -9,7 +9,6 @@ use hyper::{Request, Response};
 use hyper_util::rt::TokioIo;
 use olm_registry::server::tls::TlsConfig;
 use std::net::SocketAddr;
-use tokio::net::TcpListener;
 
 /// Runs `health-probe` with `args` off the runtime: (exit code, stdout, stderr).
 async fn probe(args: &[&str]) -> (i32, String, String) {
@@ -109,40 +108,29 @@ async fn http_mode_reports_not_ready_while_loading() {
 async fn https_server() -> SocketAddr {
     let pki = Pki::get();
     let tls = TlsConfig::load(&pki.file("one.crt"), &pki.file("one.key")).unwrap();
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move {
-        loop {
-            let (tcp, _) = listener.accept().await.unwrap();
-            let acceptor = tls.acceptor();
-            tokio::spawn(async move {
-                let Ok(stream) = acceptor.accept(tcp).await else {
-                    return;
-                };
-                let service = hyper::service::service_fn(|req: Request<Incoming>| {
-                    let header = |name: &str| {
-                        req.headers()
-                            .get(name)
-                            .and_then(|v| v.to_str().ok())
-                            .unwrap_or("-")
-                            .to_owned()
-                    };
-                    let body = format!("{} {}", header("user-agent"), header("x-probe"));
-                    let status = if req.uri().path() == "/teapot" {
-                        418
-                    } else {
-                        200
-                    };
-                    let response = Response::builder().status(status).body(body).unwrap();
-                    async move { Ok::<_, std::convert::Infallible>(response) }
-                });
-                let _ = hyper::server::conn::http1::Builder::new()
-                    .serve_connection(TokioIo::new(stream), service)
-                    .await;
-            });
-        }
-    });
-    addr
+    tls_listener(tls, |stream| async move {
+        let service = hyper::service::service_fn(|req: Request<Incoming>| {
+            let header = |name: &str| {
+                req.headers()
+                    .get(name)
+                    .and_then(|v| v.to_str().ok())
+                    .unwrap_or("-")
+                    .to_owned()
+            };
+            let body = format!("{} {}", header("user-agent"), header("x-probe"));
+            let status = if req.uri().path() == "/teapot" {
+                418
+            } else {
+                200
+            };
+            let response = Response::builder().status(status).body(body).unwrap();
+            async move { Ok::<_, std::convert::Infallible>(response) }
+        });
+        let _ = hyper::server::conn::http1::Builder::new()
+            .serve_connection(TokioIo::new(stream), service)
+            .await;
+    })
+    .await
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -1,7 +1,7 @@
 //! The TLS acceptor of the HTTP listeners (`server::tls`), with the test CA and leaves of
 //! `common::pki`, served by a small TLS echo server on loopback and met by a rustls client
 //! that trusts only that CA.
-use crate::common::pki::Pki;
+use crate::common::pki::{Pki, tls_listener};
 use olm_registry::server::tls::{TlsConfig, TlsError};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, ServerName};
@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpStream;
 
 /// Replaces `to` by a copy of `from` the way a careful writer does: a new file renamed over it.
 fn replace(from: &Path, to: &Path) {
@@ -67,28 +67,16 @@ impl MountedSecret {
     }
 }
 
-/// Serves `tls` on a loopback port: every connection gets `acceptor()`, and what the client
-/// sends first is sent back.
+/// Serves `tls` on a loopback port; what the client sends first is sent back.
 async fn echo_server(tls: Arc<TlsConfig>) -> SocketAddr {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move {
-        loop {
-            let (tcp, _) = listener.accept().await.unwrap();
-            let acceptor = tls.acceptor();
-            tokio::spawn(async move {
-                let Ok(mut stream) = acceptor.accept(tcp).await else {
-                    return;
-                };
-                let mut buf = [0u8; 64];
-                if let Ok(n) = stream.read(&mut buf).await {
-                    let _ = stream.write_all(&buf[..n]).await;
-                    let _ = stream.shutdown().await;
-                }
-            });
+    tls_listener(tls, |mut stream| async move {
+        let mut buf = [0u8; 64];
+        if let Ok(n) = stream.read(&mut buf).await {
+            let _ = stream.write_all(&buf[..n]).await;
+            let _ = stream.shutdown().await;
         }
-    });
-    addr
+    })
+    .await
 }
 
 /// What a client saw of the server.

@@ -1,12 +1,17 @@
 //! A test CA and three server leaves made with the `openssl` CLI (scripts/test.sh installs
 //! it, as the image tests need it too): the PEM forms cert-manager and people write, one key
 //! of each (SEC1, PKCS#1, PKCS#8), plus a key type no server here can sign with. Every leaf
-//! is valid for `localhost` and `127.0.0.1`.
+//! is valid for `localhost` and `127.0.0.1`. And a loopback listener that serves TLS with the
+//! server's own acceptor.
+use olm_registry::server::tls::TlsConfig;
 use rustls::pki_types::CertificateDer;
 use rustls::pki_types::pem::PemObject;
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::Command;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
+use tokio::net::{TcpListener, TcpStream};
+use tokio_rustls::server::TlsStream;
 
 /// `ca.{crt,key}`, leaves `one`, `two`, `three` (`.crt`, `.key`) and `ed448.key`, made once
 /// per test process.
@@ -136,4 +141,28 @@ impl Pki {
             .unwrap()
             .to_vec()
     }
+}
+
+/// Listens on a loopback port: every connection gets `tls.acceptor()` and, once its handshake
+/// is done, goes to `serve` on a task of its own (a failed handshake is the client's to see).
+pub async fn tls_listener<F, Fut>(tls: Arc<TlsConfig>, serve: F) -> SocketAddr
+where
+    F: Fn(TlsStream<TcpStream>) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = ()> + Send + 'static,
+{
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let serve = Arc::new(serve);
+    tokio::spawn(async move {
+        loop {
+            let (tcp, _) = listener.accept().await.unwrap();
+            let (acceptor, serve) = (tls.acceptor(), serve.clone());
+            tokio::spawn(async move {
+                if let Ok(stream) = acceptor.accept(tcp).await {
+                    serve(stream).await;
+                }
+            });
+        }
+    });
+    addr
 }
