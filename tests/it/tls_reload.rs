@@ -295,7 +295,39 @@ async fn only_tls_1_2_and_1_3_and_only_http_1_1_are_spoken() {
     // HTTP/2 is off on this listener: a client that will speak nothing else is refused.
     let refused = connect(addr, rustls::DEFAULT_VERSIONS, &[b"h2"]).await;
     assert!(refused.is_err(), "{refused:?}");
-    // rustls clients cannot offer TLS 1.1, so that refusal is left to the version list above.
+
+    // rustls clients cannot offer TLS 1.1; openssl can, at a security level that allows it.
+    // The same client with TLS 1.2 shows that only the version is refused.
+    let refused = s_client(addr, "-tls1_1").await;
+    assert_eq!(refused.0, Some(1), "{refused:?}");
+    assert!(refused.1.contains("Protocol  : TLSv1.1"), "{refused:?}");
+    assert!(refused.1.contains("Cipher is (NONE)"), "{refused:?}");
+    assert!(refused.2.contains("alert"), "{refused:?}");
+    let accepted = s_client(addr, "-tls1_2").await;
+    assert_eq!(accepted.0, Some(0), "{accepted:?}");
+    assert!(accepted.1.contains("Protocol  : TLSv1.2"), "{accepted:?}");
+}
+
+/// `openssl s_client` with one version flag and nothing to send: (exit code, stdout, stderr).
+async fn s_client(addr: SocketAddr, version: &'static str) -> (Option<i32>, String, String) {
+    tokio::task::spawn_blocking(move || {
+        let out = std::process::Command::new("openssl")
+            .args([
+                "s_client",
+                version,
+                "-cipher",
+                "DEFAULT@SECLEVEL=0",
+                "-connect",
+            ])
+            .arg(addr.to_string())
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+        (out.status.code(), text(&out.stdout), text(&out.stderr))
+    })
+    .await
+    .unwrap()
 }
 
 #[test]
