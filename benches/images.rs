@@ -6,7 +6,9 @@
 //!   cargo bench --bench images -- /tmp/synth-large
 #[path = "common/ceilings.rs"]
 mod ceilings;
-#[path = "../tests/common/registry.rs"]
+// Benches use part of the test harness's registry helper.
+#[allow(dead_code)]
+#[path = "../tests/it/common/registry.rs"]
 mod registry;
 
 use olm_registry::image::{ClientOptions, ImageRef, Registry, build_image};

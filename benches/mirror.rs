@@ -6,7 +6,9 @@
 //!   cargo bench --bench mirror [-- LAYERS MIB_PER_LAYER PARALLEL ROUNDS]   (default 8 128 4 2)
 #[path = "common/ceilings.rs"]
 mod ceilings;
-#[path = "../tests/common/registry.rs"]
+// Benches use part of the test harness's registry helper.
+#[allow(dead_code)]
+#[path = "../tests/it/common/registry.rs"]
 mod registry;
 
 use bytes::Bytes;

@@ -1,13 +1,10 @@
 //! `mirror` against real registries on loopback: bundle, related, multi-platform and catalog
 //! images built and pushed by the project itself (bundles from ../shared/testdata/upstream),
 //! then mirrored registry to registry, to disk and from disk, interrupted, and corrupted.
-mod common;
-#[path = "common/proxy.rs"]
-mod proxy;
-#[path = "common/registry.rs"]
-mod registry;
+use crate::common::proxy;
+use crate::common::registry;
 
-use common::{Server, run, shared_testdata};
+use crate::common::{Server, run, shared_testdata};
 use olm_registry::api::GetPackageRequest;
 use olm_registry::image::{BuiltImage, ClientOptions, ImageRef, Registry, build_image};
 use registry::TestRegistry;
@@ -650,7 +647,7 @@ async fn an_archive_survives_a_killed_run_and_damaged_blobs() {
     };
 
     // Killed while the big layer waits for its retry: its partial download stays behind.
-    let mut killed = std::process::Command::new(common::BIN)
+    let mut killed = std::process::Command::new(crate::common::BIN)
         .args(mirror_command(&args, &insecure, work.path()))
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())

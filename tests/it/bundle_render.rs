@@ -1,8 +1,7 @@
 //! Rendering registry+v1 bundle directories (catalog-formats.md §C) against the upstream and
 //! real bundles in ../shared/testdata.
-mod common;
 
-use common::{bundle_objects, run, shared_testdata};
+use crate::common::{bundle_objects, run, shared_testdata};
 use olm_registry::bundle::dir::{BundleDir, is_bundle_dir};
 use olm_registry::bundle::render::render;
 use olm_registry::catalog::{Bundle, property};

@@ -1,11 +1,8 @@
 //! Start-up, readiness, reflection and shutdown of `serve`, as a CatalogSource pod needs them.
-mod common;
-#[path = "common/proxy.rs"]
-mod proxy;
-#[path = "common/registry.rs"]
-mod registry;
+use crate::common::proxy;
+use crate::common::registry;
 
-use common::{Server, generated_catalog};
+use crate::common::{Server, generated_catalog};
 use olm_registry::api::{GetPackageRequest, ListBundlesRequest};
 use registry::TestRegistry;
 use std::path::Path;
@@ -70,7 +67,7 @@ async fn not_serving_until_loaded_and_calls_wait_for_the_catalog() {
 fn probe(addr: &str) -> (i32, String) {
     let dir = tempfile::tempdir().unwrap();
     let link = dir.path().join("grpc_health_probe");
-    std::os::unix::fs::symlink(common::BIN, &link).unwrap();
+    std::os::unix::fs::symlink(crate::common::BIN, &link).unwrap();
     let out = std::process::Command::new(&link)
         .arg(format!("-addr={addr}"))
         .output()
@@ -240,7 +237,7 @@ async fn sigterm_lets_a_list_bundles_stream_finish() {
     assert_eq!(count, 1500);
     let status = server.wait().await;
     assert_eq!(status.code(), Some(0), "log:\n{}", server.log());
-    assert!(server.log().contains("received SIGTERM"));
+    server.wait_for_log("received SIGTERM").await;
 }
 
 #[tokio::test]

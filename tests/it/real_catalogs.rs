@@ -1,7 +1,6 @@
 //! The real community catalogs in ../shared/testdata/real load, validate and serve.
-mod common;
 
-use common::{Server, collect, list_order_key, package_names, run, shared_testdata};
+use crate::common::{Server, collect, list_order_key, package_names, run, shared_testdata};
 use olm_registry::api::{GetBundleRequest, GetPackageRequest, ListBundlesRequest};
 use std::collections::BTreeMap;
 use std::path::Path;

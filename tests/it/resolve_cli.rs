@@ -1,8 +1,7 @@
 //! `resolve`: the report and the JSON of classic and v1 requests against examples/catalog,
 //! unsatisfiable explanations, input errors, and byte-identical answers.
-mod common;
 
-use common::run;
+use crate::common::run;
 use std::path::{Path, PathBuf};
 
 fn example(name: &str) -> String {
@@ -355,7 +354,7 @@ fn the_same_request_gives_byte_identical_json() {
 /// CSVs support OwnNamespace and SingleNamespace only; c.v2's CRD serves only v1 and caps
 /// OpenShift at 4.16), with the cluster facts appended.
 fn cluster_request(dir: &tempfile::TempDir, installed: &str, cluster: &str) -> PathBuf {
-    let primary = common::fixture("resolution/primary");
+    let primary = crate::common::fixture("resolution/primary");
     let path = dir.path().join("request.yaml");
     let text = format!(
         "\

@@ -1,7 +1,6 @@
 //! A real OCI registry on loopback for image tests: Debian's `docker-registry` (distribution
 //! 2.8), started on a free 127.0.0.1 port with its own storage, plain HTTP or TLS with basic
 //! auth. `scripts/test.sh` installs it when missing.
-#![allow(dead_code)]
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};

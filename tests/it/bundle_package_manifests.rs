@@ -1,8 +1,7 @@
 //! Legacy package-manifest trees (catalog-formats.md §D) converted to FBC, checked against
 //! Dataset M (registry-api.md §10.1) and upstream's own conversion of the same tree.
-mod common;
 
-use common::{bundle_objects, shared_testdata};
+use crate::common::{bundle_objects, shared_testdata};
 use olm_registry::bundle::package_manifests::{
     Options, PackageManifest, ProvidedApis, load, package_manifest,
 };

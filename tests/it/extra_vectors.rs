@@ -1,7 +1,6 @@
 //! registry-api.md §10.4: skips, synthetic replacements and dependencies on a catalog of our own.
-mod common;
 
-use common::{Server, collect, fixture};
+use crate::common::{Server, collect, fixture};
 use olm_registry::api::*;
 
 fn entry(channel: &str, bundle: &str, replaces: &str) -> (String, String, String, String) {

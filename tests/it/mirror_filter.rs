@@ -1,7 +1,6 @@
 //! Catalog filtering for `mirror` (issue #5 item 2): the exact packages, channels, entries and
 //! bundles each ImageSetConfiguration filter keeps, the errors, and the `--dry-run` report.
 //! Every filtered catalog is checked to validate.
-mod common;
 
 use olm_registry::catalog::model::Model;
 use olm_registry::catalog::semver::Version;
@@ -13,7 +12,7 @@ use olm_registry::mirror::filter::{
 };
 
 fn catalog() -> DeclarativeConfig {
-    load_dir(&common::fixture("mirror/catalog")).unwrap()
+    load_dir(&crate::common::fixture("mirror/catalog")).unwrap()
 }
 
 /// An `operators[]` entry, as the configuration file spells it.
@@ -562,7 +561,7 @@ package cache-operator: default channel stable
 /// Heads only over a real catalog: it validates, every channel keeps exactly its head, and
 /// the kept bundles are exactly the heads.
 fn heads_of_a_real_catalog(rel: &str) {
-    let Some(dir) = common::shared_testdata(rel) else {
+    let Some(dir) = crate::common::shared_testdata(rel) else {
         return;
     };
     let source = load_dir(&dir).unwrap();
@@ -615,7 +614,7 @@ fn heads_only_on_the_real_community_catalog_v4_20() {
 /// kept channel, or the range drops the default channel (the one error such a filter may
 /// meet). Returns how many filters passed and how many dropped the default channel.
 fn ranges_over_a_real_catalog(rel: &str) -> Option<(usize, usize)> {
-    let dir = common::shared_testdata(rel)?;
+    let dir = crate::common::shared_testdata(rel)?;
     let source = load_dir(&dir).unwrap();
     let model = Model::build(source.clone()).unwrap();
     let version = |b: &Bundle| {

@@ -1,9 +1,8 @@
 //! What a resolution request may make the server do to other catalog servers: a `serve`
 //! process resolves against catalog servers written here (real tonic api.Registry servers
 //! that misbehave on purpose) and must stay bounded in memory, time and connections.
-mod common;
 
-use common::{Server, fixture};
+use crate::common::{Server, fixture};
 use olm_registry::api::resolution::resolution_client::ResolutionClient;
 use olm_registry::api::resolution::{
     BundleLookup, Catalog, ChosenBundle, InstallPlan, Mode, ResolveRequest, ResolveResponse,

@@ -1,9 +1,8 @@
 //! OpenTelemetry: with `OTEL_EXPORTER_OTLP_ENDPOINT` set, `serve` sends its spans (each gRPC
 //! call, the load phases) over OTLP/gRPC; here to a receiver the test runs on loopback,
 //! which answers as a collector does.
-mod common;
 
-use common::{Server, fixture};
+use crate::common::{Server, fixture};
 use olm_registry::api::GetPackageRequest;
 use opentelemetry_proto::tonic::collector::trace::v1::trace_service_server::{
     TraceService, TraceServiceServer,
@@ -50,7 +49,7 @@ async fn spans_of_calls_and_load_phases_reach_an_otlp_receiver() {
             .serve_with_incoming(tokio_stream::wrappers::TcpListenerStream::new(listener)),
     );
 
-    let mut command = Command::new(common::BIN);
+    let mut command = Command::new(crate::common::BIN);
     command.env("OTEL_EXPORTER_OTLP_ENDPOINT", &endpoint);
     let mut server = Server::start_with(command, &fixture("resolution/primary"), &[]);
     server.wait_for_status(ServingStatus::Serving).await;

@@ -1,7 +1,6 @@
 //! `render`: normalised FBC out, byte-compatible with opm's writer, and stable on round trips.
-mod common;
 
-use common::{run, shared_testdata};
+use crate::common::{run, shared_testdata};
 use std::path::Path;
 
 fn render(dir: &Path, format: &str) -> String {

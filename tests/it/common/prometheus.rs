@@ -1,7 +1,6 @@
 //! A real Prometheus server on loopback (Debian's `prometheus`), scraping one target every
 //! 200 ms with its own storage; `scripts/test.sh` installs it when missing. Queries go to its
 //! HTTP API, over a plain HTTP/1.0 GET.
-#![allow(dead_code)]
 
 use std::io::{Read, Write};
 use std::net::TcpStream;

@@ -1,6 +1,9 @@
 //! Test harness: runs the real `olm-registry` binary on an ephemeral 127.0.0.1 port and talks
 //! to it with real gRPC clients.
-#![allow(dead_code)]
+
+pub mod prometheus;
+pub mod proxy;
+pub mod registry;
 
 use olm_registry::api::registry_client::RegistryClient;
 use std::io::{BufRead, BufReader};
@@ -44,7 +47,6 @@ pub fn fixture(rel: &str) -> PathBuf {
 pub struct Server {
     child: Option<Child>,
     pub addr: String,
-    pub termination_log: PathBuf,
     log: Arc<Mutex<Vec<String>>>,
     _dir: tempfile::TempDir,
 }
@@ -93,7 +95,6 @@ impl Server {
         Server {
             child: Some(child),
             addr,
-            termination_log,
             log,
             _dir: dir,
         }
@@ -155,13 +156,21 @@ impl Server {
         self.wait_for_log_lines(needle, 1).await;
     }
 
-    /// Waits until the log has `count` lines containing `needle`.
+    /// Waits until the log has `count` lines containing `needle`. Lines reach the log through
+    /// a reader thread, so a line the server wrote before some event may arrive after it.
     pub async fn wait_for_log_lines(&self, needle: &str, count: usize) {
         let seen = || {
             let log = self.log.lock().unwrap();
             log.iter().filter(|l| l.contains(needle)).count()
         };
+        let deadline = tokio::time::Instant::now() + PATIENCE;
         while seen() < count {
+            if tokio::time::Instant::now() > deadline {
+                panic!(
+                    "no {count} lines with {needle:?} within {PATIENCE:?}; log:\n{}",
+                    self.log()
+                );
+            }
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
     }

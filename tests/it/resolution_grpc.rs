@@ -1,9 +1,8 @@
 //! The resolution service end to end: two `serve` processes, each with its own catalog
 //! (tests/fixtures/resolution/{primary,secondary}); requests go to the primary, which reads
 //! its own catalog and the secondary's over api.Registry.
-mod common;
 
-use common::{Server, fixture};
+use crate::common::{Server, fixture};
 use olm_registry::api::resolution::resolution_client::ResolutionClient;
 use olm_registry::api::resolution::{
     BundleLookup, Catalog, ChosenBundle, ClusterCrd, ClusterFacts, GroupVersionKind, InstallPlan,

@@ -1,10 +1,8 @@
 //! Catalog-author commands against the acceptance vectors of catalog-templates.md §6, run
 //! through the real binary.
-mod common;
-#[path = "common/registry.rs"]
-mod registry;
+use crate::common::registry;
 
-use common::{fixture, run};
+use crate::common::{fixture, run};
 use registry::TestRegistry;
 
 const HEADER: &str = "graph LR
@@ -146,7 +144,7 @@ fn mermaid_m4_skip_range() {
 const REF_TEMPLATE: &str = "quay.io/example/{{.Package}}-bundle:v{{.Version}}";
 
 fn real_bundles() -> Option<std::path::PathBuf> {
-    common::shared_testdata("real/bundles")
+    crate::common::shared_testdata("real/bundles")
 }
 
 fn images_yaml(dirs: &[String]) -> String {
@@ -161,13 +159,13 @@ fn render_template_to_catalog(
     extra: &[&str],
 ) -> (std::path::PathBuf, olm_registry::catalog::DeclarativeConfig) {
     let file = dir.join("template.yaml");
-    common::write(&file, template);
+    crate::common::write(&file, template);
     let mut args = vec!["render-template", file.to_str().unwrap()];
     args.extend_from_slice(extra);
     let (code, stdout, stderr) = run(&args);
     assert_eq!(code, 0, "{stderr}");
     let catalog = dir.join("catalog");
-    common::write(&catalog.join("catalog.json"), &stdout);
+    crate::common::write(&catalog.join("catalog.json"), &stdout);
     let dc = olm_registry::catalog::walk::load_dir(&catalog).unwrap();
     (catalog, dc)
 }
@@ -315,7 +313,7 @@ entries:
 fn render_template_command_line_errors() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("t.yaml");
-    common::write(&file, "schema: olm.unknown\n");
+    crate::common::write(&file, "schema: olm.unknown\n");
     let path = file.to_str().unwrap();
     let error = |args: &[&str]| {
         let (code, stdout, stderr) = run(args);
@@ -341,7 +339,7 @@ fn render_template_command_line_errors() {
             missing.to_str().unwrap()
         ))
     );
-    common::write(
+    crate::common::write(
         &file,
         &format!("schema: olm.semver\nstable: {{bundles: [{{image: {path}}}]}}\n"),
     );
@@ -401,7 +399,7 @@ entries:
         let (code, rendered, stderr) = run(&args);
         assert_eq!(code, 0, "{stderr}");
         let alone = dir.path().join("alone");
-        common::write(&alone.join("catalog.json"), &rendered);
+        crate::common::write(&alone.join("catalog.json"), &rendered);
         let expected = olm_registry::catalog::walk::load_dir(&alone).unwrap();
         let strip = |b: &olm_registry::catalog::Bundle| olm_registry::catalog::Bundle {
             origin: Default::default(),
@@ -526,8 +524,8 @@ fn diff_errors_exit_2_and_name_the_reference() {
 #[test]
 fn diff_of_the_real_community_catalogs() {
     let (Some(old), Some(new)) = (
-        common::shared_testdata("real/community-catalog-v4.16"),
-        common::shared_testdata("real/community-catalog-v4.20"),
+        crate::common::shared_testdata("real/community-catalog-v4.16"),
+        crate::common::shared_testdata("real/community-catalog-v4.20"),
     ) else {
         return;
     };
@@ -616,7 +614,7 @@ fn svg_picture_holds_every_bundle_and_edge_and_renders() {
 
     let dir = tempfile::tempdir().unwrap();
     let (svg_file, png_file) = (dir.path().join("g.svg"), dir.path().join("g.png"));
-    common::write(&svg_file, &svg);
+    crate::common::write(&svg_file, &svg);
     let out = std::process::Command::new("rsvg-convert")
         .arg(&svg_file)
         .arg("-o")
@@ -681,7 +679,7 @@ fn render_template_from_stdin_with_migrations() {
         "schema: olm.semver\nstable: {{bundles: [{{image: {}}}]}}\n",
         dir.to_str().unwrap()
     );
-    let mut child = std::process::Command::new(common::BIN)
+    let mut child = std::process::Command::new(crate::common::BIN)
         .args(["render-template", "semver", "-", "-o", "yaml"])
         .args(["--migrate-level", "bundle-object-to-csv-metadata"])
         .stdin(std::process::Stdio::piped())
@@ -700,7 +698,7 @@ fn render_template_from_stdin_with_migrations() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!((out.status.code(), stderr.as_ref()), (Some(0), ""));
     let catalog = tempfile::tempdir().unwrap();
-    common::write(
+    crate::common::write(
         &catalog.path().join("catalog.yaml"),
         &String::from_utf8(out.stdout).unwrap(),
     );

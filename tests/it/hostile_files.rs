@@ -1,9 +1,8 @@
 //! Hostile catalog directories ("Never stop serving", items 2, 5, 6 and 10): `validate`,
 //! `render` and `serve` (the real binary) give the same clear refusal for each, exit 1, and
 //! never crash, hang or read outside the catalog.
-mod common;
 
-use common::{BIN, Server, files_below, package_names, write};
+use crate::common::{BIN, Server, files_below, package_names, write};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -370,7 +369,7 @@ fn a_full_disk_ends_the_ingest_with_one_error_and_keeps_the_cached_index() {
     let good = std::fs::read(&index).unwrap();
 
     // Three times more manifest bytes than the disk holds.
-    common::generated_catalog(dir.path(), 300, 20_000);
+    crate::common::generated_catalog(dir.path(), 300, 20_000);
 
     let s = cache_only(d);
     assert_eq!(s.code, Some(1), "{}", s.stderr);

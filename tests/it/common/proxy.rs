@@ -3,7 +3,6 @@
 //! than `after` bytes from the server are reset at that point (a registry that goes away in
 //! the middle of a blob). [`GateProxy`] holds every connection until it is opened (a registry
 //! that is slow to answer, for as long as a test needs).
-#![allow(dead_code)]
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};

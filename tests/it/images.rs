@@ -1,10 +1,8 @@
 //! Images against a real registry on loopback: build, push, pull by tag and digest, OCI
 //! layouts, TLS with auth, and the failures a user must get a clear word about.
-mod common;
-#[path = "common/registry.rs"]
-mod registry;
+use crate::common::registry;
 
-use common::{Server, run};
+use crate::common::{Server, run};
 use olm_registry::api::GetPackageRequest;
 use registry::TestRegistry;
 use std::path::Path;
@@ -96,13 +94,11 @@ async fn a_second_pull_works_offline() {
         "cache-operator"
     );
     let server = Server::serving(Path::new(&tag), &flags).await;
-    assert!(
-        server.log().contains(&format!(
+    server
+        .wait_for_log(&format!(
             "using the copy cached when it was last pulled ({digest})"
-        )),
-        "{}",
-        server.log()
-    );
+        ))
+        .await;
 }
 
 #[tokio::test]
@@ -267,7 +263,7 @@ fn a_blob_that_does_not_match_its_digest_is_refused() {
 /// and can be added to a catalog straight from the registry.
 #[test]
 fn bundle_images_render_like_their_directories() {
-    let Some(bundles) = common::shared_testdata("upstream/render-bundles") else {
+    let Some(bundles) = crate::common::shared_testdata("upstream/render-bundles") else {
         return;
     };
     let reg = TestRegistry::plain();
@@ -705,8 +701,7 @@ async fn an_oversized_image_config_is_refused() {
     );
 }
 
-#[path = "common/proxy.rs"]
-mod proxy;
+use crate::common::proxy;
 
 /// A catalog big enough that its layer spans many reads: incompressible files.
 fn big_catalog(dir: &Path) {

@@ -1,11 +1,9 @@
 //! What a platform team sees of a running `serve`: a real Prometheus scrapes `--metrics-addr`
 //! after known traffic and answers PromQL with the exact counts; the exposition passes
 //! promtool's checker; JSON logs parse line by line.
-mod common;
-#[path = "common/prometheus.rs"]
-mod prometheus;
+use crate::common::prometheus;
 
-use common::{Server, fixture};
+use crate::common::{Server, fixture};
 use olm_registry::api::resolution::resolution_client::ResolutionClient;
 use olm_registry::api::resolution::{Catalog, Mode, ResolveRequest, Subscription};
 use olm_registry::api::{GetPackageRequest, ListPackageRequest};
@@ -85,7 +83,7 @@ async fn prometheus_reads_exact_figures_after_known_traffic() {
             .await;
     }
     for _ in 0..3 {
-        common::collect(
+        crate::common::collect(
             registry
                 .list_packages(ListPackageRequest {})
                 .await
@@ -283,7 +281,7 @@ async fn readiness_follows_the_load_and_shutdown_closes_the_metrics_listener() {
 #[tokio::test]
 async fn json_logs_parse_line_by_line_with_the_expected_fields() {
     let mut debug = Command::new("env");
-    debug.args(["RUST_LOG=debug", common::BIN]);
+    debug.args(["RUST_LOG=debug", crate::common::BIN]);
     let mut server = Server::start_with(
         debug,
         &fixture("resolution/primary"),

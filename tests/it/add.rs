@@ -1,8 +1,7 @@
 //! `add`: bundles placed into a file-based catalog in replaces and semver mode; conflicts
 //! leave the catalog byte for byte as it was.
-mod common;
 
-use common::{run, shared_testdata};
+use crate::common::{run, shared_testdata};
 use std::path::Path;
 
 fn foo(version: &str) -> Option<String> {

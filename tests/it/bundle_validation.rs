@@ -1,8 +1,7 @@
 //! The upstream bundle-validation corpus: valid bundles render and pass the content checks;
 //! every invalid one is refused with a message naming its problem.
-mod common;
 
-use common::shared_testdata;
+use crate::common::shared_testdata;
 use olm_registry::bundle::content;
 use olm_registry::bundle::dir::BundleDir;
 use olm_registry::bundle::manifests::read_objects;

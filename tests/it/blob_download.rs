@@ -1,10 +1,8 @@
 //! Blob downloads into an OCI layout against a real registry on loopback: a connection cut
 //! again and again still completes, because each retry continues where the bytes stopped;
 //! content or sizes that do not match the descriptor leave nothing behind.
-#[path = "common/proxy.rs"]
-mod proxy;
-#[path = "common/registry.rs"]
-mod registry;
+use crate::common::proxy;
+use crate::common::registry;
 
 use bytes::Bytes;
 use oci_client::Reference;

@@ -1,8 +1,7 @@
 //! `serve --cache-dir`: warm starts reuse the index; stale, corrupt and foreign caches are
 //! rebuilt with a warning; the strict flags fail as opm does.
-mod common;
 
-use common::{Server, run};
+use crate::common::{Server, run};
 use olm_registry::api::GetPackageRequest;
 use std::path::{Path, PathBuf};
 
@@ -227,7 +226,7 @@ async fn listed_packages(
         .await
         .unwrap()
         .into_inner();
-    let mut names: Vec<String> = common::collect(stream)
+    let mut names: Vec<String> = crate::common::collect(stream)
         .await
         .into_iter()
         .map(|b| b.package_name)
@@ -243,13 +242,13 @@ async fn listed_packages(
 #[tokio::test]
 async fn two_servers_sharing_a_cache_dir_each_serve_their_own_catalog() {
     let first = tempfile::tempdir().unwrap();
-    common::generated_catalog(first.path(), 300, 20_000);
+    crate::common::generated_catalog(first.path(), 300, 20_000);
     let second = example_copy();
     let cache = tempfile::tempdir().unwrap();
     let flags = ["--cache-dir", cache.path().to_str().unwrap()];
     let a = Server::serving(first.path(), &flags).await;
     let b = Server::serving(second.path(), &flags).await;
-    assert!(b.log().contains("cache requires rebuild"), "{}", b.log());
+    b.wait_for_log("cache requires rebuild").await;
 
     // Streams of megabytes each, all at once: every connection of a's pool gets used.
     let mut calls = tokio::task::JoinSet::new();
@@ -319,7 +318,7 @@ fn with_read_only(dir: &Path) -> (std::process::Command, &'static str) {
                 r#"mount --bind -o ro "$0" "$0" && exec "$@""#,
             ])
             .arg(dir)
-            .arg(common::BIN);
+            .arg(crate::common::BIN);
         (command, "Read-only file system (os error 30)")
     } else {
         use std::os::unix::fs::PermissionsExt;
@@ -329,7 +328,7 @@ fn with_read_only(dir: &Path) -> (std::process::Command, &'static str) {
             }
         }
         (
-            std::process::Command::new(common::BIN),
+            std::process::Command::new(crate::common::BIN),
             "Permission denied (os error 13)",
         )
     }

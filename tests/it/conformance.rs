@@ -1,9 +1,8 @@
 //! The acceptance vectors of registry-api.md §10 (Datasets M, D and C), against the real
 //! binary over gRPC. They read the upstream corpora in ../shared and say so loudly when absent.
 #![allow(deprecated)] // GetBundleForChannel is deprecated upstream, and still served.
-mod common;
 
-use common::{Server, collect, list_order_key, package_names, shared_testdata};
+use crate::common::{Server, collect, list_order_key, package_names, shared_testdata};
 use olm_registry::api::*;
 use sha2::{Digest, Sha256};
 use tonic::Code;

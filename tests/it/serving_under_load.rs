@@ -2,10 +2,9 @@
 //! everything while others query) and stays bounded against clients that misbehave: ones that
 //! never read, never speak, sit idle, send something that is not gRPC, or open more
 //! connections than the process has descriptors for.
-mod common;
 
+use crate::common::{Server, collect, generated_catalog};
 use bytes::{BufMut, Bytes, BytesMut};
-use common::{Server, collect, generated_catalog};
 use olm_registry::api::{
     GetAllProvidersRequest, GetAllReplacementsRequest, GetBundleInChannelRequest, GetBundleRequest,
     GetDefaultProviderRequest, GetLatestProvidersRequest, GetPackageRequest, GetReplacementRequest,
@@ -630,7 +629,7 @@ async fn error_messages_echo_at_most_a_kibibyte_of_the_request() {
 async fn running_out_of_descriptors_is_reported_and_survived() {
     let catalog = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/catalog");
     let mut limited = Command::new("prlimit");
-    limited.args(["--nofile=48:48", "--", common::BIN]);
+    limited.args(["--nofile=48:48", "--", crate::common::BIN]);
     let server = Server::start_with(limited, &catalog, &[]);
     server.wait_for_status(ServingStatus::Serving).await;
     let mut flood = Vec::new();

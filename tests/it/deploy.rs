@@ -2,7 +2,6 @@
 //! Kubernetes' own schemas with `kubernetes-validate` (PyPI; the schemas ship with it, no
 //! cluster needed), and the pieces that refer to each other agree (ports, names, labels, the
 //! command line).
-mod common;
 
 use serde::Deserialize;
 use serde_yaml::Value;
@@ -135,7 +134,7 @@ fn ports_names_labels_and_command_line_agree() {
     // accepted.
     let mut with_help = args.clone();
     with_help.push("--help");
-    let (code, _, stderr) = common::run(&with_help);
+    let (code, _, stderr) = crate::common::run(&with_help);
     assert_eq!((code, stderr), (0, String::new()));
 
     let service_ports: Vec<(String, u64, String)> = service["spec"]["ports"]

@@ -1,9 +1,8 @@
 //! `migrate <ref> <out-dir>` and the legacy inputs it converts: SQLite index databases
 //! (catalog-formats.md §E, built here from the schema the spec documents) and
 //! package-manifest trees (§D).
-mod common;
 
-use common::{files_below, run, shared_testdata};
+use crate::common::{files_below, run, shared_testdata};
 use rusqlite::{Connection, params};
 use serde_json::{Value, json};
 use std::path::Path;

@@ -1,0 +1,31 @@
+//! The integration tests, one binary: each module drives the real `olm-registry` binary or
+//! server over real sockets (see `common`).
+
+mod common;
+
+mod add;
+mod author;
+mod blob_download;
+mod broken;
+mod bundle_package_manifests;
+mod bundle_render;
+mod bundle_validation;
+mod cache;
+mod conformance;
+mod deploy;
+mod extra_vectors;
+mod hostile_files;
+mod images;
+mod lifecycle;
+mod migrate;
+mod mirror;
+mod mirror_filter;
+mod observability;
+mod real_catalogs;
+mod render;
+mod resolution_grpc;
+mod resolution_remote;
+mod resolution_scenarios;
+mod resolve_cli;
+mod serving_under_load;
+mod traces;
