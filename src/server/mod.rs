@@ -21,6 +21,7 @@ mod metrics;
 mod process;
 mod registry;
 mod resolution;
+pub mod tls;
 
 pub use catalogs::RemoteLimits;
 pub use limits::Limits;
