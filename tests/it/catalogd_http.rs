@@ -457,24 +457,22 @@ async fn a_real_catalog_served_whole_and_filtered() {
     let field =
         |v: &serde_json::Value, key: &str| v.get(key).and_then(|s| s.as_str()).map(String::from);
     let package = field(&expected[0], "name").unwrap();
-    let queries: Vec<(String, Box<dyn Fn(&serde_json::Value) -> bool>)> = vec![
-        (
-            format!("package={package}"),
-            Box::new(|v| field(v, "package").as_deref() == Some(package.as_str())),
-        ),
-        (
-            format!("schema=olm.bundle&package={package}"),
-            Box::new(|v| {
-                field(v, "package").as_deref() == Some(package.as_str())
-                    && field(v, "schema").as_deref() == Some("olm.bundle")
-            }),
-        ),
-        (
-            "schema=olm.channel".to_owned(),
-            Box::new(|v| field(v, "schema").as_deref() == Some("olm.channel")),
-        ),
+    // (schema, package) filters; None matches anything.
+    let filters = [
+        (None, Some(package.as_str())),
+        (Some("olm.bundle"), Some(package.as_str())),
+        (Some("olm.channel"), None),
     ];
-    for (query, keep) in queries {
+    for (schema, pkg) in filters {
+        let keep = |doc: &serde_json::Value| {
+            schema.is_none_or(|s| field(doc, "schema").as_deref() == Some(s))
+                && pkg.is_none_or(|p| field(doc, "package").as_deref() == Some(p))
+        };
+        let query: Vec<String> = [("schema", schema), ("package", pkg)]
+            .iter()
+            .filter_map(|(k, v)| v.map(|v| format!("{k}={v}")))
+            .collect();
+        let query = query.join("&");
         let want: String = served
             .iter()
             .zip(&expected)
