@@ -497,15 +497,7 @@ async fn a_real_catalog_served_whole_and_filtered() {
 /// Until the catalog is loaded its routes answer 503 (other names 404); SIGTERM then stops.
 #[tokio::test]
 async fn unavailable_while_loading() {
-    let registry = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let host = registry.local_addr().unwrap().to_string();
-    // Accepts connections and never says a word: the pull never ends.
-    let _held = std::thread::spawn(move || {
-        let mut open = Vec::new();
-        for conn in registry.incoming() {
-            open.push(conn);
-        }
-    });
+    let host = common::silent_registry();
     let image = format!("{host}/catalogs/stuck:v1");
     let mut server = Server::start(
         Path::new(&image),
