@@ -1,6 +1,7 @@
 use super::images::{ImageArgs, fetch_as_fbc};
 use crate::image::Registry;
 use crate::server::http::HttpOptions;
+use crate::server::tls::TlsConfig;
 use crate::server::{self, Limits, Listeners, RemoteLimits, ResolutionOptions};
 use crate::store::cache::{self, CacheError, CacheOptions, Loaded, Outcome};
 use clap::Args;
@@ -98,15 +99,13 @@ impl CatalogdArgs {
         if self.http_addr.is_none() {
             return Ok(None);
         }
-        match (&self.tls_cert_file, &self.tls_key_file) {
+        let tls = match (&self.tls_cert_file, &self.tls_key_file) {
             (Some(_), None) | (None, Some(_)) => {
                 return Err("--tls-cert-file and --tls-key-file must be used together".into());
             }
-            (Some(_), Some(_)) => {
-                return Err("HTTPS is not available yet: serve plain HTTP (no --tls-cert-file/--tls-key-file) behind a TLS-terminating proxy".into());
-            }
-            (None, None) => {}
-        }
+            (Some(cert), Some(key)) => Some(TlsConfig::load(cert, key).map_err(|e| e.to_string())?),
+            (None, None) => None,
+        };
         let (name, from) = match &self.catalog_name {
             Some(name) => (name.clone(), "--catalog-name".to_owned()),
             None => (
@@ -130,6 +129,7 @@ impl CatalogdArgs {
             catalog_name: name,
             metas: !self.http_disable_metas,
             max_connections: self.http_max_connections.max(1),
+            tls,
         }))
     }
 }
@@ -373,8 +373,13 @@ fn serve(args: &ServeArgs, use_http: bool, skip_tls_verify: bool) -> Result<(), 
                 (Some(http_addr), Some(options)) => {
                     let listener = bind(http_addr).await?;
                     let addr = listener.local_addr().map_err(|e| e.to_string())?;
+                    let scheme = if options.tls.is_some() {
+                        "https"
+                    } else {
+                        "http"
+                    };
                     info!(
-                        "serving the catalogd API on http://{addr}/catalogs/{}/api/v1/all",
+                        "serving the catalogd API on {scheme}://{addr}/catalogs/{}/api/v1/all",
                         options.catalog_name
                     );
                     Some((listener, options))

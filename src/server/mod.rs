@@ -146,7 +146,6 @@ where
     let mut catalogd = match catalogd {
         Some((listener, options)) => tokio::spawn(http::serve(
             listener,
-            http::Plain,
             catalog,
             options,
             metrics.clone(),

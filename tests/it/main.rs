@@ -11,6 +11,7 @@ mod bundle_package_manifests;
 mod bundle_render;
 mod bundle_validation;
 mod cache;
+mod catalogd_http;
 mod conformance;
 mod deploy;
 mod extra_vectors;

@@ -15,6 +15,7 @@ mod routes;
 
 use super::catalog::Catalog;
 use super::metrics::Metrics;
+use super::tls::TlsConfig;
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use std::future::Future;
@@ -28,7 +29,7 @@ use tracing::{debug, warn};
 pub use routes::dns1123_problems;
 
 /// How the catalogd API is served.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct HttpOptions {
     /// The `{catalog}` of the URLs; every other name is `404`.
     pub catalog_name: String,
@@ -36,6 +37,8 @@ pub struct HttpOptions {
     pub metas: bool,
     /// Connections open at once; more wait in the listen backlog.
     pub max_connections: usize,
+    /// HTTPS with this certificate pair; plain HTTP without.
+    pub tls: Option<Arc<TlsConfig>>,
 }
 
 /// catalogd's read timeout: the request headers must arrive within it.
@@ -69,6 +72,14 @@ impl Handshake for Plain {
     }
 }
 
+/// HTTPS with the certificate pair in use when the connection arrives.
+impl Handshake for Arc<TlsConfig> {
+    type Stream = tokio_rustls::server::TlsStream<TcpStream>;
+    async fn handshake(&self, tcp: TcpStream) -> std::io::Result<Self::Stream> {
+        self.acceptor().accept(tcp).await
+    }
+}
+
 /// What every request of the listener shares.
 struct Http {
     catalog: Catalog,
@@ -96,7 +107,20 @@ impl Drop for Timing {
 
 /// Serves the catalogd API on `listener` until `stop` turns true, then waits for the
 /// connections still open to finish their responses (the caller bounds that wait).
-pub async fn serve<H: Handshake>(
+pub async fn serve(
+    listener: TcpListener,
+    catalog: Catalog,
+    options: HttpOptions,
+    metrics: Option<Arc<Metrics>>,
+    stop: watch::Receiver<bool>,
+) {
+    match options.tls.clone() {
+        Some(tls) => accept(listener, tls, catalog, options, metrics, stop).await,
+        None => accept(listener, Plain, catalog, options, metrics, stop).await,
+    }
+}
+
+async fn accept<H: Handshake>(
     listener: TcpListener,
     handshake: H,
     catalog: Catalog,
