@@ -35,7 +35,7 @@ async fn serve(catalog: &Path, extra: &[&str]) -> (Server, String) {
 }
 
 /// `scheme://host:port` of the catalogd API, from the log line that announces it.
-async fn api_base(server: &Server) -> String {
+pub(crate) async fn api_base(server: &Server) -> String {
     server.wait_for_log("serving the catalogd API on ").await;
     let log = server.log();
     let line = log

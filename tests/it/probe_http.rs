@@ -2,7 +2,7 @@
 //! (`/readyz`, `/healthz`), and over HTTPS against a loopback listener that uses the
 //! server's own TLS acceptor with the test CA of `common::pki`.
 use crate::common::pki::{Pki, tls_listener};
-use crate::common::{Server, fixture, run};
+use crate::common::{Server, fixture, run, silent_registry};
 use crate::observability::metrics_addr;
 use hyper::body::Incoming;
 use hyper::{Request, Response};
@@ -83,8 +83,7 @@ async fn http_mode_checks_the_metrics_listener() {
 /// is 503, and the probe says so with exit code 4.
 #[tokio::test(flavor = "multi_thread")]
 async fn http_mode_reports_not_ready_while_loading() {
-    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let image = format!("{}/catalog:latest", silent.local_addr().unwrap());
+    let image = format!("{}/catalog:latest", silent_registry());
     let server = Server::start(
         std::path::Path::new(&image),
         &["--metrics-addr", "127.0.0.1:0", "--use-http"],
@@ -99,7 +98,6 @@ async fn http_mode_reports_not_ready_while_loading() {
             format!("unhealthy: {url} answered 503 Service Unavailable: not ready\n")
         )
     );
-    drop(silent);
 }
 
 /// An HTTPS listener with leaf `one` that answers 200 to everything, with the request's

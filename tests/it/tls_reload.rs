@@ -1,7 +1,9 @@
 //! The TLS acceptor of the HTTP listeners (`server::tls`), with the test CA and leaves of
 //! `common::pki`, served by a small TLS echo server on loopback and met by a rustls client
 //! that trusts only that CA.
+use crate::catalogd_http::api_base;
 use crate::common::pki::{Pki, tls_listener};
+use crate::common::{Server, fixture};
 use olm_registry::server::tls::{TlsConfig, TlsError};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, ServerName};
@@ -87,12 +89,26 @@ struct Seen {
     alpn: Option<Vec<u8>>,
 }
 
-/// Connects trusting only the test CA, offering `versions` and `alpn`, and checks the echo.
+/// Connects to the echo server trusting only the test CA, offering `versions` and `alpn`,
+/// and checks the echo.
 async fn connect(
     addr: SocketAddr,
     versions: &[&'static rustls::SupportedProtocolVersion],
     alpn: &[&[u8]],
 ) -> Result<Seen, std::io::Error> {
+    let (seen, echo) = exchange(addr, versions, alpn, b"ping").await?;
+    assert_eq!(echo, b"ping");
+    Ok(seen)
+}
+
+/// Connects trusting only the test CA, offering `versions` and `alpn`, sends `request` and
+/// reads until the server closes.
+async fn exchange(
+    addr: SocketAddr,
+    versions: &[&'static rustls::SupportedProtocolVersion],
+    alpn: &[&[u8]],
+    request: &[u8],
+) -> Result<(Seen, Vec<u8>), std::io::Error> {
     let mut roots = rustls::RootCertStore::empty();
     roots
         .add(CertificateDer::from_pem_file(Pki::get().file("ca.crt")).unwrap())
@@ -110,16 +126,16 @@ async fn connect(
     let mut stream = connector
         .connect(ServerName::try_from("localhost").unwrap(), tcp)
         .await?;
-    stream.write_all(b"ping").await?;
-    let mut echo = Vec::new();
-    stream.read_to_end(&mut echo).await?;
-    assert_eq!(echo, b"ping");
+    stream.write_all(request).await?;
+    let mut answer = Vec::new();
+    stream.read_to_end(&mut answer).await?;
     let (_, conn) = stream.get_ref();
-    Ok(Seen {
+    let seen = Seen {
         leaf: conn.peer_certificates().unwrap()[0].to_vec(),
         version: conn.protocol_version().unwrap(),
         alpn: conn.alpn_protocol().map(<[u8]>::to_vec),
-    })
+    };
+    Ok((seen, answer))
 }
 
 async fn leaf_seen(addr: SocketAddr) -> Vec<u8> {
@@ -396,4 +412,53 @@ fn a_pair_that_cannot_be_used_is_refused_at_load_with_the_file_and_the_problem()
         )
         .unwrap();
     }
+}
+
+/// The real server's HTTPS listener (`serve --http-addr --tls-cert-file --tls-key-file`) on a
+/// mounted-secret layout: after the kubelet-style swap, new connections get the new leaf
+/// within the server's check interval, without a restart.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_servers_https_listener_follows_a_secret_rotation() {
+    let pki = Pki::get();
+    let secret = MountedSecret::new("one");
+    let (cert, key) = (secret.cert(), secret.key());
+    let server = Server::serving(
+        &fixture("catalogd/tiny"),
+        &[
+            "--http-addr",
+            "127.0.0.1:0",
+            "--tls-cert-file",
+            cert.to_str().unwrap(),
+            "--tls-key-file",
+            key.to_str().unwrap(),
+        ],
+    )
+    .await;
+    let base = api_base(&server).await;
+    let addr: SocketAddr = base.trim_start_matches("https://").parse().unwrap();
+    let get = async || {
+        let request = b"GET /catalogs/tiny/api/v1/all HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n";
+        let (seen, answer) = exchange(addr, rustls::DEFAULT_VERSIONS, &[b"http/1.1"], request)
+            .await
+            .unwrap();
+        assert!(
+            answer.starts_with(b"HTTP/1.1 200 OK\r\n"),
+            "{}",
+            String::from_utf8_lossy(&answer)
+        );
+        seen.leaf
+    };
+    assert_eq!(get().await, pki.leaf("one"));
+
+    secret.publish("..2026_11_26_05_00_00.2", "two");
+    // The server looks at the files at most once a second: wait for the new leaf, bounded.
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while get().await != pki.leaf("two") {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the new certificate was never served"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    server.wait_for_log("TLS certificate reloaded").await;
 }
