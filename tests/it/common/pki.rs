@@ -41,15 +41,18 @@ impl Pki {
                 String::from_utf8_lossy(&out.stderr)
             );
         };
-        run(&[
-            "ecparam",
-            "-name",
-            "prime256v1",
-            "-genkey",
-            "-noout",
-            "-out",
-            "ca.key",
-        ]);
+        // The CA's key, and one's: ECDSA P-256 in SEC1 form, as cert-manager writes it by default.
+        for key in ["ca.key", "one.key"] {
+            run(&[
+                "ecparam",
+                "-name",
+                "prime256v1",
+                "-genkey",
+                "-noout",
+                "-out",
+                key,
+            ]);
+        }
         run(&[
             "req",
             "-x509",
@@ -62,16 +65,6 @@ impl Pki {
             "/CN=test-ca",
             "-out",
             "ca.crt",
-        ]);
-        // One: ECDSA P-256 in SEC1 form, as cert-manager writes it by default.
-        run(&[
-            "ecparam",
-            "-name",
-            "prime256v1",
-            "-genkey",
-            "-noout",
-            "-out",
-            "one.key",
         ]);
         // Two: RSA in PKCS#1 form.
         run(&["genrsa", "-traditional", "-out", "two.key", "2048"]);
