@@ -361,44 +361,67 @@ fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
 }
 
-/// metas for one package at a time, round robin over `packages`, from `clients` clients for
-/// `seconds`: (requests, per-request latencies sorted, errors).
+/// What `clients` metas callers saw in one timed window.
+struct Metas {
+    requests: usize,
+    errors: usize,
+    bytes: usize,
+    /// Of the successful requests, sorted.
+    latencies: Vec<Duration>,
+}
+
+/// metas queries `{filters}package=P`, round robin over `packages`, from `clients` clients for
+/// `seconds`, each body read whole.
 async fn metas(
     http: SocketAddr,
     packages: &[String],
+    filters: &str,
     clients: usize,
     seconds: u64,
-) -> (usize, Vec<Duration>, usize) {
+) -> Metas {
     let deadline = Instant::now() + Duration::from_secs(seconds);
-    let packages = Arc::new(packages.to_vec());
+    let urls: Arc<Vec<String>> = Arc::new(
+        packages
+            .iter()
+            .map(|p| format!("http://{http}/catalogs/{NAME}/api/v1/metas?{filters}package={p}"))
+            .collect(),
+    );
     let mut tasks = tokio::task::JoinSet::new();
     for c in 0..clients {
-        let (http_client, packages) = (client(), packages.clone());
+        let (http_client, urls) = (client(), urls.clone());
         tasks.spawn(async move {
-            let (mut latencies, mut errors, mut n) = (Vec::new(), 0, c * 7919);
+            let (mut latencies, mut errors, mut bytes, mut n) = (Vec::new(), 0, 0, c * 7919);
             while Instant::now() < deadline {
-                let package = &packages[n % packages.len()];
-                let url = format!("http://{http}/catalogs/{NAME}/api/v1/metas?package={package}");
                 let t = Instant::now();
-                match http_client.get(&url).send().await {
+                match http_client.get(&urls[n % urls.len()]).send().await {
                     Ok(r) if r.status() == 200 => match r.bytes().await {
-                        Ok(_) => latencies.push(t.elapsed()),
+                        Ok(body) => {
+                            latencies.push(t.elapsed());
+                            bytes += body.len();
+                        }
                         Err(_) => errors += 1,
                     },
                     _ => errors += 1,
                 }
                 n += 1;
             }
-            (latencies, errors)
+            (latencies, errors, bytes)
         });
     }
-    let (mut all, mut errors) = (Vec::new(), 0);
-    for (latencies, e) in tasks.join_all().await {
-        all.extend(latencies);
-        errors += e;
+    let mut m = Metas {
+        requests: 0,
+        errors: 0,
+        bytes: 0,
+        latencies: Vec::new(),
+    };
+    for (latencies, errors, bytes) in tasks.join_all().await {
+        m.requests += latencies.len() + errors;
+        m.latencies.extend(latencies);
+        m.errors += errors;
+        m.bytes += bytes;
     }
-    all.sort();
-    (all.len() + errors, all, errors)
+    m.latencies.sort();
+    m
 }
 
 #[tokio::main]
@@ -520,14 +543,23 @@ async fn main() {
             .filter_map(|e| e.file_name().into_string().ok())
             .collect();
         packages.sort();
-        let (requests, latencies, metas_errors) = metas(o.http, &packages, 32, opts.seconds).await;
-        errors += metas_errors;
-        println!(
-            "metas?package=P, 32 clients: {requests} requests, {metas_errors} errors, {:.0} req/s, p50 {:.2} ms, p99 {:.2} ms",
-            requests as f64 / secs,
-            ms(server::percentile(&latencies, 0.50)),
-            ms(server::percentile(&latencies, 0.99)),
-        );
+        let queries = [
+            ("package=P (every document of P)", ""),
+            ("schema=olm.package&package=P (one)", "schema=olm.package&"),
+        ];
+        for (label, filters) in queries {
+            let m = metas(o.http, &packages, filters, 32, opts.seconds).await;
+            errors += m.errors;
+            println!(
+                "metas?{label}, 32 clients: {} requests, {} errors, {:.0} req/s, {:.1} KB per answer, p50 {:.2} ms, p99 {:.2} ms",
+                m.requests,
+                m.errors,
+                m.requests as f64 / secs,
+                m.bytes as f64 / m.latencies.len().max(1) as f64 / 1e3,
+                ms(server::percentile(&m.latencies, 0.50)),
+                ms(server::percentile(&m.latencies, 0.99)),
+            );
+        }
 
         let mut clients = Vec::new();
         for _ in 0..4 {
