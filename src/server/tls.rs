@@ -149,7 +149,8 @@ impl TlsConfig {
             server_config(&self.cert_file, &self.key_file).map(|config| Some((seen, config)))
         });
         match outcome {
-            Ok(None) => {}
+            // The files are the pair in use again (a file that went away came back).
+            Ok(None) => watch.reported = None,
             Ok(Some((seen, config))) => {
                 *lock(&self.current) = TlsAcceptor::from(config);
                 watch.serving = seen;
