@@ -8,7 +8,7 @@
 //! and returns. With a metrics listener, Prometheus metrics and HTTP probes are served
 //! there, stopped by the same signal and ready at the same moment.
 mod calls;
-mod catalog;
+mod serving;
 pub mod catalogs;
 mod connection;
 mod endpoint;
@@ -62,7 +62,7 @@ pub async fn run<L>(
 where
     L: FnOnce() -> Result<Loaded, CacheError> + Send + 'static,
 {
-    let (publisher, catalog) = catalog::loading();
+    let (publisher, catalog) = serving::loading();
     let (health_tx, health) = health::health();
     let reflection = || {
         tonic_reflection::server::Builder::configure()

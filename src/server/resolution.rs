@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use tonic::{Request, Response, Status};
 
-use super::catalog::Catalog;
+use super::serving::ServedCatalog;
 use super::catalogs::{RemoteCatalogs, RemoteLimits, from_store};
 use super::metrics::{Metrics, ResolutionOutcome};
 use crate::api::resolution::server::resolution_server::Resolution;
@@ -31,7 +31,7 @@ pub struct ResolutionOptions {
 }
 
 pub struct ResolutionService {
-    catalog: Catalog,
+    catalog: ServedCatalog,
     remote: Arc<RemoteCatalogs>,
     allowed: HashSet<String>,
     /// This server's catalog in the resolver's model (with its classic preparation, made on
@@ -107,7 +107,7 @@ impl ResolutionService {
     }
 
     pub fn new(
-        catalog: Catalog,
+        catalog: ServedCatalog,
         options: ResolutionOptions,
         metrics: Option<Arc<Metrics>>,
     ) -> ResolutionService {
