@@ -3,7 +3,7 @@
 //!   mirror -c isc.yaml --to docker://REG/PREFIX          mirror to mirror
 //!   mirror -c isc.yaml --to file://DIR                   mirror to disk
 //!   mirror --from file://DIR --to docker://REG/PREFIX    disk to mirror (no source access)
-use super::images::{ImageArgs, fetch_as_fbc};
+use super::images::ImageArgs;
 use crate::catalog::walk::load_dir;
 use crate::image::Registry;
 use crate::image::layout::Layout;
@@ -11,6 +11,7 @@ use crate::mirror::config::ImageSetConfiguration;
 use crate::mirror::copy::{Copier, Job, Location, Summary};
 use crate::mirror::plan::{self, ImageKind, Plan};
 use crate::mirror::{archive, outputs};
+use crate::source::image::fetch_as_fbc;
 use clap::Args;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -146,7 +147,9 @@ async fn make_plan(
     let mut wanted = Vec::new();
     let mut catalogs = Vec::new();
     for op in &config.mirror.operators {
-        let unpacked = fetch_as_fbc(registry, &op.catalog).await?;
+        let unpacked = fetch_as_fbc(registry, &op.catalog)
+            .await
+            .map_err(|e| e.to_string())?;
         let fbc = load_dir(&unpacked.root).map_err(|errors| {
             let lines: Vec<String> = errors.iter().map(|e| e.to_string()).collect();
             format!("catalog {}:\n  {}", op.catalog, lines.join("\n  "))

@@ -3,16 +3,13 @@
 //! The request and the answer are [`crate::resolve::service`]'s; this reads the file, loads
 //! the catalogs it names and prints.
 use super::Format;
-use super::images::{ImageArgs, fetch_as_fbc};
-use crate::catalog::decode::describe_load_errors;
-use crate::catalog::walk;
-use crate::resolve::service::{self, Catalog, Loaded, Request, report};
-use crate::server::RemoteLimits;
-use crate::server::catalogs::RemoteCatalogs;
+use super::images::ImageArgs;
+use crate::resolve::service::{self, Catalog, Error, Request, Sources, load_catalogs, report};
+use crate::source::{RemoteCatalogs, RemoteLimits};
 use clap::Args;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// Resolve subscriptions (OLM classic) or ClusterExtensions (OLM v1) against catalogs.
 ///
@@ -34,17 +31,10 @@ pub struct ResolveArgs {
 }
 
 pub fn run(args: ResolveArgs, use_http: bool, skip_tls_verify: bool) -> i32 {
-    let outcome = match load_request(&args.request).and_then(|req| {
-        let base = args.request.parent().unwrap_or(Path::new("."));
-        let loader = Loader {
-            base,
-            image: &args.image,
-            use_http,
-            skip_tls_verify,
-            runtime: None,
-        };
-        loader.resolve(&req)
-    }) {
+    let base = args.request.parent().unwrap_or(Path::new("."));
+    let outcome = match load_request(&args.request)
+        .and_then(|req| resolve(&req, base, &args.image, use_http, skip_tls_verify))
+    {
         Ok(outcome) => outcome,
         Err(message) => {
             eprintln!("error: {}: {message}", args.request.display());
@@ -91,66 +81,32 @@ fn load_request(path: &Path) -> Result<Request, String> {
     Ok(req)
 }
 
-/// Loads the catalogs a request file names.
-struct Loader<'a> {
-    base: &'a Path,
-    image: &'a ImageArgs,
+/// Loads the catalogs the request names and resolves it. Catalog servers are read and
+/// images pulled on a runtime of one worker; the resolution runs outside it, where the
+/// manifests of catalog servers are fetched on demand.
+fn resolve(
+    req: &Request,
+    base: &Path,
+    image: &ImageArgs,
     use_http: bool,
     skip_tls_verify: bool,
-    /// Made on first use: images are pulled and catalog servers read on it.
-    runtime: Option<(tokio::runtime::Runtime, RemoteCatalogs)>,
-}
-
-impl Loader<'_> {
-    fn resolve(mut self, req: &Request) -> Result<service::Outcome, String> {
-        let mut catalogs: Vec<Loaded> = Vec::with_capacity(req.catalogs.len());
-        for (i, c) in req.catalogs.iter().enumerate() {
-            let at = |e: String| format!("catalogs[{i}] ({}): {e}", c.name);
-            if !req.resolves_from(c) {
-                catalogs.push(service::not_loaded());
-                continue;
-            }
-            if let Some(address) = &c.address {
-                // As in the service: a server that cannot be read fails only what needs it.
-                let (runtime, remote) = self.runtime()?;
-                let deadline = Instant::now() + remote.budget();
-                catalogs.push(runtime.block_on(async { remote.get(address).wait(deadline).await }));
-                continue;
-            }
-            let root = match (&c.directory, &c.image) {
-                (Some(dir), _) => self.base.join(dir),
-                (None, Some(reference)) => {
-                    let registry = self
-                        .image
-                        .registry(self.use_http, self.skip_tls_verify)
-                        .map_err(at)?;
-                    let (runtime, _) = self.runtime()?;
-                    runtime
-                        .block_on(fetch_as_fbc(&registry, reference))
-                        .map_err(at)?
-                        .root
-                }
-                (None, None) => unreachable!("checked by load_request"),
-            };
-            let content = walk::load_dir(&root).map_err(|e| at(describe_load_errors(&e)))?;
-            catalogs.push(Ok(Catalog::of(content)));
-        }
-        // Manifests of catalog servers are fetched from here, outside the runtime.
-        service::resolve(req, &catalogs)
-    }
-
-    fn runtime(&mut self) -> Result<&(tokio::runtime::Runtime, RemoteCatalogs), String> {
-        if self.runtime.is_none() {
-            let runtime = tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(1)
-                .enable_all()
-                .build()
-                .map_err(|e| format!("starting the runtime: {e}"))?;
-            self.runtime = Some((
-                runtime,
-                RemoteCatalogs::new(Duration::MAX, RemoteLimits::default()),
-            ));
-        }
-        Ok(self.runtime.as_ref().expect("set above"))
-    }
+) -> Result<service::Outcome, String> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .map_err(|e| format!("starting the runtime: {e}"))?;
+    let remote = RemoteCatalogs::new(Duration::MAX, RemoteLimits::default(), Catalog::remote);
+    let options = image.options(use_http, skip_tls_verify);
+    let sources = Sources {
+        base,
+        images: Some(&options),
+        remote: &remote,
+    };
+    // Every catalog has a directory, image or address (checked by load_request).
+    let own = async || Err(Error::Internal("no catalog of a server here".into()));
+    let catalogs = runtime
+        .block_on(load_catalogs(req, &sources, own))
+        .map_err(|e| e.to_string())?;
+    service::resolve(req, &catalogs)
 }

@@ -1,6 +1,8 @@
-use super::images::{ImageArgs, fetch_as_fbc};
+use super::images::ImageArgs;
 use crate::image::Registry;
-use crate::server::{self, Limits, RemoteLimits, ResolutionOptions};
+use crate::server::{self, Limits, ResolutionOptions};
+use crate::source::RemoteLimits;
+use crate::source::image::fetch_as_fbc;
 use crate::store::cache::{self, CacheError, CacheOptions, Loaded, Outcome};
 use clap::Args;
 use std::net::SocketAddr;
@@ -239,7 +241,7 @@ fn serve(args: &ServeArgs, use_http: bool, skip_tls_verify: bool) -> Result<(), 
                         tokio::runtime::Handle::current()
                             .block_on(fetch_as_fbc(registry, reference))
                     })
-                    .map_err(CacheError::Io)?;
+                    .map_err(|e| CacheError::Io(e.to_string()))?;
                 (unpacked.root.clone(), Some(unpacked))
             }
         };

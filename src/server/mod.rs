@@ -8,8 +8,6 @@
 //! and returns. With a metrics listener, Prometheus metrics and HTTP probes are served
 //! there, stopped by the same signal and ready at the same moment.
 mod calls;
-mod serving;
-pub mod catalogs;
 mod connection;
 mod endpoint;
 mod experimental;
@@ -19,8 +17,8 @@ mod metrics;
 mod process;
 mod registry;
 mod resolution;
+mod serving;
 
-pub use catalogs::RemoteLimits;
 pub use limits::Limits;
 pub use resolution::ResolutionOptions;
 

@@ -1,6 +1,6 @@
 //! `api.Registry`: each RPC is a query on the index, run on a blocking thread.
-use super::serving::ServedCatalog;
 use super::connection::Peer;
+use super::serving::ServedCatalog;
 use crate::api::server::registry_server::Registry;
 use crate::api::{
     ChannelEntry, GetAllProvidersRequest, GetAllReplacementsRequest, GetBundleInChannelRequest,

@@ -2,10 +2,12 @@
 //! command and the gRPC service: catalogs in, bundles (with their reasons, upgrade paths and
 //! safety findings) or explanations out.
 //!
-//! The callers load the catalogs (FBC directories, images, this server's index, other
-//! catalog servers); a catalog that could not be loaded fails only the subscriptions and
-//! requests that need it.
+//! The callers load the catalogs through [`load_catalogs`] (FBC directories, images, other
+//! catalog servers; the server adds its own index); a catalog that could not be loaded fails
+//! only the subscriptions and requests that need it.
 mod classic;
+mod error;
+mod load;
 pub mod outcome;
 pub mod request;
 mod v1;
@@ -17,6 +19,8 @@ use crate::catalog::types::{Bundle, DeclarativeConfig};
 use crate::resolve::classic::PreparedCatalog;
 use crate::resolve::safety::BundleManifests;
 
+pub use error::Error;
+pub use load::{Sources, load_catalogs};
 pub use outcome::{Chosen, OpenShift, Outcome, Resolution, Step, report};
 pub use request::{Mode, Request};
 
