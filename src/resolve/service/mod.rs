@@ -130,8 +130,8 @@ pub fn resolve(req: &Request, catalogs: &[Loaded]) -> Result<Outcome, String> {
         ));
     }
     match req.mode {
-        Mode::Classic => classic::resolve(req, catalogs),
-        Mode::V1 => v1::resolve(req, catalogs),
+        Mode::Classic => classic::resolve_subscriptions(req, catalogs),
+        Mode::V1 => v1::resolve_extensions(req, catalogs),
     }
 }
 
