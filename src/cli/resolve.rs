@@ -136,7 +136,7 @@ impl Loader<'_> {
             catalogs.push(Ok(Catalog::of(content)));
         }
         // Manifests of catalog servers are fetched from here, outside the runtime.
-        service::resolve(req, &catalogs)
+        service::resolve_request(req, &catalogs)
     }
 
     fn runtime(&mut self) -> Result<&(tokio::runtime::Runtime, RemoteCatalogs), String> {

@@ -99,10 +99,11 @@ impl ResolutionService {
                 Some(Some(remote)) => remote.wait(deadline).await,
             });
         }
-        let outcome = tokio::task::spawn_blocking(move || service::resolve(&request, &loaded))
-            .await
-            .map_err(|e| Status::internal(format!("resolution task failed: {e}")))?
-            .map_err(Status::failed_precondition)?;
+        let outcome =
+            tokio::task::spawn_blocking(move || service::resolve_request(&request, &loaded))
+                .await
+                .map_err(|e| Status::internal(format!("resolution task failed: {e}")))?
+                .map_err(Status::failed_precondition)?;
         Ok(Response::new(to_response(outcome)))
     }
 

@@ -120,7 +120,7 @@ pub fn not_loaded() -> Loaded {
 /// Resolves `req` against `catalogs` (in the order of `req.catalogs`). An error means the
 /// request cannot be resolved at all (a catalog's channel cannot be ordered, say); a
 /// resolution that finds nothing is an answer, with its explanation.
-pub fn resolve(req: &Request, catalogs: &[Loaded]) -> Result<Outcome, String> {
+pub fn resolve_request(req: &Request, catalogs: &[Loaded]) -> Result<Outcome, String> {
     req.validate()?;
     if catalogs.len() != req.catalogs.len() {
         return Err(format!(
