@@ -18,6 +18,7 @@ use crate::api::resolution::server::resolution_server::Resolution;
 use crate::api::resolution::{
     self as pb, ResolveRequest, ResolveResponse, UpgradeConstraintPolicy, UpgradeStrategy,
 };
+use crate::resolve::classic;
 use crate::resolve::service::{self, Loaded, Outcome, request as model};
 use crate::store::Store;
 
@@ -166,8 +167,8 @@ fn to_model(r: ResolveRequest) -> Result<model::Request, String> {
         _ => return Err("mode: required (MODE_CLASSIC or MODE_V1)".to_owned()),
     };
     let upgrade_strategy = match UpgradeStrategy::try_from(r.upgrade_strategy) {
-        Ok(UpgradeStrategy::Default) => model::Strategy::Default,
-        Ok(UpgradeStrategy::UnsafeFailForward) => model::Strategy::UnsafeFailForward,
+        Ok(UpgradeStrategy::Default) => classic::UpgradeStrategy::Default,
+        Ok(UpgradeStrategy::UnsafeFailForward) => classic::UpgradeStrategy::UnsafeFailForward,
         Err(_) => {
             return Err(format!(
                 "upgrade_strategy: unknown value {}",

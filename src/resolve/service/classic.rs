@@ -13,7 +13,7 @@ use crate::resolve::predicate::{Subject, decode};
 use crate::resolve::safety::{self, ClusterCrd, ClusterFacts};
 use crate::resolve::solver::SolveError;
 
-use super::request::{CsvSpec, GvkSpec, Request, Strategy};
+use super::request::{CsvSpec, GvkSpec, Request};
 use super::{Catalog, Chosen, Loaded, MAX_PATH_STEPS, Mode, OpenShift, Outcome, Resolution, Step};
 
 /// The namespace as a round of resolution sees it.
@@ -68,10 +68,7 @@ pub(super) fn resolve_subscriptions(req: &Request, loaded: &[Loaded]) -> Result<
     let facts = req.cluster.as_ref();
     let ctx = Context {
         namespace: &req.namespace,
-        strategy: match req.upgrade_strategy {
-            Strategy::Default => UpgradeStrategy::Default,
-            Strategy::UnsafeFailForward => UpgradeStrategy::UnsafeFailForward,
-        },
+        strategy: req.upgrade_strategy,
         facts,
         catalogs: &catalogs,
     };
