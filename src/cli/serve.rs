@@ -3,7 +3,7 @@ use crate::image::Registry;
 use crate::server::{self, Limits, ResolutionOptions};
 use crate::source::RemoteLimits;
 use crate::source::image::fetch_as_fbc;
-use crate::store::cache::{self, CacheError, CacheOptions, Loaded, Outcome};
+use crate::store::cache::{self, CacheError, CacheOptions, OpenIndex, Outcome};
 use clap::Args;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -230,7 +230,7 @@ fn serve(args: &ServeArgs, use_http: bool, skip_tls_verify: bool) -> Result<(), 
     let enforce_integrity = args.cache_enforce_integrity.unwrap_or(false);
     let cache_only = args.cache_only;
     // Runs on a blocking thread once the port is bound (pulling an image can take a while).
-    let load = move || -> Result<Loaded, CacheError> {
+    let load = move || -> Result<OpenIndex, CacheError> {
         // The unpacked image (if any) is kept only until it is indexed.
         let (catalog, _unpacked) = match &source {
             Source::Dir(dir) => (dir.clone(), None),

@@ -25,7 +25,7 @@ pub use resolution::ResolutionOptions;
 use crate::api::resolution::server::resolution_server::ResolutionServer;
 use crate::api::server::experimental_registry_server::ExperimentalRegistryServer;
 use crate::api::server::registry_server::RegistryServer;
-use crate::store::cache::{CacheError, Loaded, Outcome};
+use crate::store::cache::{CacheError, OpenIndex, Outcome};
 use metrics::{CatalogFacts, Metrics};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -58,7 +58,7 @@ pub async fn run<L>(
     limits: Limits,
 ) -> Result<(), CacheError>
 where
-    L: FnOnce() -> Result<Loaded, CacheError> + Send + 'static,
+    L: FnOnce() -> Result<OpenIndex, CacheError> + Send + 'static,
 {
     let (publisher, catalog) = serving::loading();
     let (health_tx, health) = health::health();
@@ -147,7 +147,7 @@ where
     let mut _scratch = None;
     tokio::select! {
         loaded = &mut loading => {
-            let (Loaded { store, scratch, .. }, facts) =
+            let (OpenIndex { store, scratch, .. }, facts) =
                 loaded.map_err(|e| CacheError::Io(format!("loading task failed: {e}")))??;
             info!(
                 digest = %facts.digest,
@@ -199,7 +199,7 @@ where
 
 /// What the logs and metrics say about a catalog that `took` to load. Blocking: it counts in
 /// the index.
-fn catalog_facts(loaded: &Loaded, took: Duration) -> Result<CatalogFacts, CacheError> {
+fn catalog_facts(loaded: &OpenIndex, took: Duration) -> Result<CatalogFacts, CacheError> {
     let (packages, channels, bundles) = loaded
         .store
         .with_conn(crate::store::query::counts)

@@ -43,7 +43,7 @@ pub enum Outcome {
 }
 
 /// An open index.
-pub struct Loaded {
+pub struct OpenIndex {
     pub store: Store,
     pub outcome: Outcome,
     /// The private directory the index lives in when there is no cache directory; it is
@@ -63,7 +63,7 @@ pub struct CacheOptions<'a> {
 }
 
 /// Opens the index for a catalog, building it when there is no usable one.
-pub fn open_or_build(opts: &CacheOptions<'_>) -> Result<Loaded, CacheError> {
+pub fn open_or_build(opts: &CacheOptions<'_>) -> Result<OpenIndex, CacheError> {
     let digest = tracing::info_span!(target: crate::SPAN_TARGET, "catalog.digest")
         .in_scope(|| digest::catalog_digest(opts.catalog, schema::CURRENT_VERSION))
         .map_err(|e| CacheError::Ingest(IngestError::Load(e)))?;
@@ -74,7 +74,7 @@ pub fn open_or_build(opts: &CacheOptions<'_>) -> Result<Loaded, CacheError> {
     match Store::open(&index) {
         Ok(store) if store.digest() == digest => {
             info!(cache = %index.display(), "catalog unchanged, serving the cached index");
-            return Ok(Loaded {
+            return Ok(OpenIndex {
                 store,
                 outcome: Outcome::Reused,
                 scratch: None,
@@ -129,7 +129,7 @@ pub fn index_path(cache_dir: &Path) -> PathBuf {
     cache_dir.join(CACHE_SUBDIR).join(INDEX_FILE)
 }
 
-fn build_in_scratch(catalog: &Path, digest: &str) -> Result<Loaded, CacheError> {
+fn build_in_scratch(catalog: &Path, digest: &str) -> Result<OpenIndex, CacheError> {
     let scratch = ScratchDir::new("olm-registry-cache-")
         .map_err(|e| CacheError::Io(format!("creating a private cache directory: {e}")))?;
     let index = scratch.path().join(INDEX_FILE);
@@ -141,7 +141,7 @@ fn build(
     index: &Path,
     digest: &str,
     scratch: Option<ScratchDir>,
-) -> Result<Loaded, CacheError> {
+) -> Result<OpenIndex, CacheError> {
     let summary = tracing::info_span!(target: crate::SPAN_TARGET, "catalog.ingest")
         .in_scope(|| build_index(catalog, index, digest))
         .map_err(CacheError::Ingest)?;
@@ -155,7 +155,7 @@ fn build(
     );
     let store =
         Store::open(index).map_err(|e| CacheError::Io(format!("opening the new index: {e}")))?;
-    Ok(Loaded {
+    Ok(OpenIndex {
         store,
         outcome: Outcome::Built(summary),
         scratch,

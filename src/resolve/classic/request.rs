@@ -1,6 +1,8 @@
 //! What a classic resolution is asked (resolution spec §2.1) and what it answers (§2.10).
 use std::fmt;
 
+use serde::Deserialize;
+
 use crate::catalog::types::{DeclarativeConfig, Property};
 
 use crate::resolve::solver::SolveError;
@@ -84,7 +86,8 @@ pub struct Subscription {
     pub current_csv: String,
 }
 
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+/// The OperatorGroup's `upgradeStrategy`, named as in its YAML.
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
 pub enum UpgradeStrategy {
     #[default]
     Default,

@@ -124,7 +124,7 @@ pub fn not_loaded() -> Loaded {
 /// Resolves `req` against `catalogs` (in the order of `req.catalogs`). An error means the
 /// request cannot be resolved at all (a catalog's channel cannot be ordered, say); a
 /// resolution that finds nothing is an answer, with its explanation.
-pub fn resolve(req: &Request, catalogs: &[Loaded]) -> Result<Outcome, String> {
+pub fn resolve_request(req: &Request, catalogs: &[Loaded]) -> Result<Outcome, String> {
     req.validate()?;
     if catalogs.len() != req.catalogs.len() {
         return Err(format!(
@@ -134,8 +134,8 @@ pub fn resolve(req: &Request, catalogs: &[Loaded]) -> Result<Outcome, String> {
         ));
     }
     match req.mode {
-        Mode::Classic => classic::resolve(req, catalogs),
-        Mode::V1 => v1::resolve(req, catalogs),
+        Mode::Classic => classic::resolve_subscriptions(req, catalogs),
+        Mode::V1 => v1::resolve_extensions(req, catalogs),
     }
 }
 

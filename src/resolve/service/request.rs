@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::resolve::classic::UpgradeStrategy;
 use crate::resolve::safety::ClusterFacts;
 
 #[derive(Clone, Debug, Deserialize)]
@@ -17,7 +18,7 @@ pub struct Request {
     pub namespace: String,
     /// Classic: the OperatorGroup's `upgradeStrategy`.
     #[serde(default)]
-    pub upgrade_strategy: Strategy,
+    pub upgrade_strategy: UpgradeStrategy,
     /// Classic: the global catalog namespace, whose catalogs every namespace sees.
     #[serde(default = "default_global_namespace")]
     pub global_namespace: String,
@@ -54,13 +55,6 @@ impl Mode {
             Mode::V1 => "v1",
         }
     }
-}
-
-#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
-pub enum Strategy {
-    #[default]
-    Default,
-    UnsafeFailForward,
 }
 
 #[derive(Clone, Debug, Default, Deserialize)]

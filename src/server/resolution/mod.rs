@@ -93,7 +93,7 @@ impl ResolutionService {
         let loaded = load_catalogs(&request, &sources, || self.local())
             .await
             .map_err(to_status)?;
-        let outcome = tokio::task::spawn_blocking(move || service::resolve(&request, &loaded))
+        let outcome = tokio::task::spawn_blocking(move || service::resolve_request(&request, &loaded))
             .await
             .map_err(|e| Status::internal(format!("resolution task failed: {e}")))?
             .map_err(Status::failed_precondition)?;

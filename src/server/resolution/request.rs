@@ -2,6 +2,7 @@
 use crate::api::resolution::{
     self as pb, ResolveRequest, UpgradeConstraintPolicy, UpgradeStrategy,
 };
+use crate::resolve::classic;
 use crate::resolve::service::request as model;
 
 /// The wire request in the model of the request file; errors name the field.
@@ -12,8 +13,8 @@ pub(super) fn to_model(r: ResolveRequest) -> Result<model::Request, String> {
         _ => return Err("mode: required (MODE_CLASSIC or MODE_V1)".to_owned()),
     };
     let upgrade_strategy = match UpgradeStrategy::try_from(r.upgrade_strategy) {
-        Ok(UpgradeStrategy::Default) => model::Strategy::Default,
-        Ok(UpgradeStrategy::UnsafeFailForward) => model::Strategy::UnsafeFailForward,
+        Ok(UpgradeStrategy::Default) => classic::UpgradeStrategy::Default,
+        Ok(UpgradeStrategy::UnsafeFailForward) => classic::UpgradeStrategy::UnsafeFailForward,
         Err(_) => {
             return Err(format!(
                 "upgrade_strategy: unknown value {}",
