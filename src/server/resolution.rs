@@ -18,6 +18,7 @@ use crate::api::resolution::server::resolution_server::Resolution;
 use crate::api::resolution::{
     self as pb, ResolveRequest, ResolveResponse, UpgradeConstraintPolicy, UpgradeStrategy,
 };
+use crate::catalog::Gvk;
 use crate::resolve::classic;
 use crate::resolve::service::{self, Loaded, Outcome, request as model};
 use crate::store::Store;
@@ -196,7 +197,7 @@ fn to_model(r: ResolveRequest) -> Result<model::Request, String> {
         .collect();
     let gvks = |list: Vec<pb::GroupVersionKind>| {
         list.into_iter()
-            .map(|g| model::GvkSpec {
+            .map(|g| Gvk {
                 group: g.group,
                 version: g.version,
                 kind: g.kind,
