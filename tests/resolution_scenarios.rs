@@ -10,11 +10,11 @@ use std::collections::{BTreeSet, HashMap};
 use olm_registry::catalog::semver::{Range, Version};
 use olm_registry::catalog::types::{
     Bundle, Channel, ChannelEntry, DeclarativeConfig, DeprecationEntry, DeprecationReference,
-    Deprecations, Package, Property,
+    Deprecations, Gvk, Package, Property,
 };
 use olm_registry::resolve::classic::chain::Links;
 use olm_registry::resolve::classic::{
-    self, CatalogSource, ClassicError, ClassicRequest, Gvk, InstallPlan, InstalledCsv, PlanStep,
+    self, CatalogSource, ClassicError, ClassicRequest, InstallPlan, InstalledCsv, PlanStep,
     Subscription, UpgradeStrategy,
 };
 use olm_registry::resolve::openshift::{self, BlockReason};

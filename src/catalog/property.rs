@@ -3,7 +3,7 @@
 use super::decode::{LoadError, yaml_to_json};
 use super::fields::{At, check_std_base64, for_each_field, value_type_error};
 use super::json::canonical;
-use super::types::{Bundle, Property};
+use super::types::{Bundle, Gvk, Property};
 use base64::Engine;
 use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
 use serde_json::{Map, Value};
@@ -30,16 +30,8 @@ pub enum Typed {
         package_name: String,
         version_range: String,
     },
-    Gvk {
-        group: String,
-        kind: String,
-        version: String,
-    },
-    GvkRequired {
-        group: String,
-        kind: String,
-        version: String,
-    },
+    Gvk(Gvk),
+    GvkRequired(Gvk),
     /// Channel-scoped internal property.
     Channel {
         channel_name: String,
@@ -99,11 +91,11 @@ pub fn parse(p: &Property) -> Result<Typed, String> {
         GVK => {
             let [group, kind, version] =
                 strings(decode("property.GVK")?, "GVK", ["group", "kind", "version"])?;
-            Typed::Gvk {
+            Typed::Gvk(Gvk {
                 group,
-                kind,
                 version,
-            }
+                kind,
+            })
         }
         GVK_REQUIRED => {
             let [group, kind, version] = strings(
@@ -111,11 +103,11 @@ pub fn parse(p: &Property) -> Result<Typed, String> {
                 "GVKRequired",
                 ["group", "kind", "version"],
             )?;
-            Typed::GvkRequired {
+            Typed::GvkRequired(Gvk {
                 group,
-                kind,
                 version,
-            }
+                kind,
+            })
         }
         CHANNEL => {
             let [channel_name] = strings(decode("property.Channel")?, "Channel", ["channelName"])?;
@@ -348,22 +340,22 @@ mod tests {
         );
         assert_eq!(
             parse(&prop(GVK, r#"{"group":"g","kind":"K","version":"v1"}"#)),
-            Ok(Typed::Gvk {
+            Ok(Typed::Gvk(Gvk {
                 group: "g".into(),
+                version: "v1".into(),
                 kind: "K".into(),
-                version: "v1".into()
-            })
+            }))
         );
         assert_eq!(
             parse(&prop(
                 GVK_REQUIRED,
                 r#"{"group":"g","kind":"K","version":"v1"}"#
             )),
-            Ok(Typed::GvkRequired {
+            Ok(Typed::GvkRequired(Gvk {
                 group: "g".into(),
+                version: "v1".into(),
                 kind: "K".into(),
-                version: "v1".into()
-            })
+            }))
         );
         assert_eq!(
             parse(&prop(
@@ -393,14 +385,7 @@ mod tests {
             parse(&prop("olm.maxOpenShiftVersion", "4.1")),
             Ok(Typed::Other)
         );
-        assert_eq!(
-            parse(&prop(GVK, "null")),
-            Ok(Typed::Gvk {
-                group: String::new(),
-                kind: String::new(),
-                version: String::new()
-            })
-        );
+        assert_eq!(parse(&prop(GVK, "null")), Ok(Typed::Gvk(Gvk::default())));
     }
 
     #[test]

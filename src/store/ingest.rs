@@ -12,7 +12,7 @@ use crate::catalog::decode::{LoadError, describe_load_errors};
 use crate::catalog::model::{Model, ModelPackage, ValidationError};
 use crate::catalog::property::{self, Typed};
 use crate::catalog::walk::{CatalogFile, read_file, read_in_order};
-use crate::catalog::{self, Bundle, DeclarativeConfig, Document, Meta};
+use crate::catalog::{self, Bundle, DeclarativeConfig, Document, Gvk, Meta};
 use prost::Message;
 use rusqlite::{Connection, params};
 use std::collections::HashMap;
@@ -467,10 +467,10 @@ impl BundleFacts {
             properties: Vec::new(),
             csv_metadata: None,
         };
-        let gvk = |group: &str, version: &str, kind: &str| api::GroupVersionKind {
-            group: group.to_owned(),
-            version: version.to_owned(),
-            kind: kind.to_owned(),
+        let gvk = |g: Gvk| api::GroupVersionKind {
+            group: g.group,
+            version: g.version,
+            kind: g.kind,
             plural: String::new(),
         };
         for p in &b.properties {
@@ -481,17 +481,9 @@ impl BundleFacts {
                 }
                 Ok(Typed::BundleObject { .. }) => continue,
                 Ok(Typed::Package { version, .. }) => facts.version = version,
-                Ok(Typed::Gvk {
-                    group,
-                    version,
-                    kind,
-                }) => facts.provided.push(gvk(&group, &version, &kind)),
-                Ok(Typed::GvkRequired {
-                    group,
-                    version,
-                    kind,
-                }) => {
-                    facts.required.push(gvk(&group, &version, &kind));
+                Ok(Typed::Gvk(g)) => facts.provided.push(gvk(g)),
+                Ok(Typed::GvkRequired(g)) => {
+                    facts.required.push(gvk(g));
                     facts.dependencies.push(api::Dependency {
                         r#type: "olm.gvk".to_owned(),
                         value: p.value.clone(),

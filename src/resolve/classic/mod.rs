@@ -17,7 +17,7 @@ mod universe;
 
 pub use prepared::PreparedCatalog;
 pub use request::{
-    CatalogSource, ClassicError, ClassicRequest, Gvk, InstalledCsv, Refusal, ResolvedOperator,
+    CatalogSource, ClassicError, ClassicRequest, InstalledCsv, Refusal, ResolvedOperator,
     Subscription, UpgradeStrategy,
 };
 pub use requirements::requirements;

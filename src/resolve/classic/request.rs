@@ -3,7 +3,7 @@ use std::fmt;
 
 use serde::Deserialize;
 
-use crate::catalog::types::{DeclarativeConfig, Property};
+use crate::catalog::types::{DeclarativeConfig, Gvk, Property};
 
 use crate::resolve::solver::SolveError;
 
@@ -62,13 +62,6 @@ pub struct InstalledCsv {
     pub provided_apis: Vec<Gvk>,
     /// Required CRDs and APIServices.
     pub required_apis: Vec<Gvk>,
-}
-
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Gvk {
-    pub group: String,
-    pub version: String,
-    pub kind: String,
 }
 
 #[derive(Clone, Debug, Default)]

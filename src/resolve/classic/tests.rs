@@ -1,5 +1,7 @@
 use super::*;
-use crate::catalog::types::{Bundle, Channel, ChannelEntry, DeclarativeConfig, Package, Property};
+use crate::catalog::types::{
+    Bundle, Channel, ChannelEntry, DeclarativeConfig, Gvk, Package, Property,
+};
 use crate::resolve::solver::SolveError;
 
 fn entry(name: &str, replaces: &str) -> ChannelEntry {

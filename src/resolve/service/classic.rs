@@ -6,14 +6,14 @@ use std::collections::BTreeMap;
 use crate::catalog::semver::Version;
 use crate::catalog::types::Property;
 use crate::resolve::classic::{
-    self, CatalogSource, ClassicError, ClassicRequest, Gvk, InstalledCsv, PreparedCatalog, Refusal,
+    self, CatalogSource, ClassicError, ClassicRequest, InstalledCsv, PreparedCatalog, Refusal,
     ResolvedOperator, Subscription, UpgradeStrategy,
 };
 use crate::resolve::predicate::{Subject, decode};
 use crate::resolve::safety::{self, ClusterCrd, ClusterFacts};
 use crate::resolve::solver::SolveError;
 
-use super::request::{CsvSpec, GvkSpec, Request};
+use super::request::{CsvSpec, Request};
 use super::{Catalog, Chosen, Loaded, MAX_PATH_STEPS, Mode, OpenShift, Outcome, Resolution, Step};
 
 /// The namespace as a round of resolution sees it.
@@ -537,15 +537,6 @@ fn step(from: &str, op: &ResolvedOperator) -> Step {
 }
 
 fn installed_csv(c: &CsvSpec) -> InstalledCsv {
-    let gvks = |list: &[GvkSpec]| {
-        list.iter()
-            .map(|g| Gvk {
-                group: g.group.clone(),
-                version: g.version.clone(),
-                kind: g.kind.clone(),
-            })
-            .collect()
-    };
     InstalledCsv {
         name: c.name.clone(),
         version: c.version.clone(),
@@ -559,8 +550,8 @@ fn installed_csv(c: &CsvSpec) -> InstalledCsv {
                 })
                 .collect()
         }),
-        provided_apis: gvks(&c.provided_apis),
-        required_apis: gvks(&c.required_apis),
+        provided_apis: c.provided_apis.clone(),
+        required_apis: c.required_apis.clone(),
     }
 }
 

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::catalog::Gvk;
 use crate::resolve::classic::UpgradeStrategy;
 use crate::resolve::safety::ClusterFacts;
 
@@ -108,10 +109,10 @@ pub struct CsvSpec {
     pub properties: Option<Vec<PropertySpec>>,
     /// Owned CRDs and APIServices.
     #[serde(default, rename = "providedAPIs")]
-    pub provided_apis: Vec<GvkSpec>,
+    pub provided_apis: Vec<Gvk>,
     /// Required CRDs and APIServices.
     #[serde(default, rename = "requiredAPIs")]
-    pub required_apis: Vec<GvkSpec>,
+    pub required_apis: Vec<Gvk>,
 }
 
 /// OLM's default `-global-namespace`.
@@ -129,14 +130,6 @@ pub struct PropertySpec {
     #[serde(rename = "type")]
     pub kind: String,
     pub value: serde_json::Value,
-}
-
-#[derive(Clone, Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct GvkSpec {
-    pub group: String,
-    pub version: String,
-    pub kind: String,
 }
 
 /// Subscription `spec` fields, plus `status.installedCSV` and `status.currentCSV`.

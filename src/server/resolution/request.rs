@@ -2,6 +2,7 @@
 use crate::api::resolution::{
     self as pb, ResolveRequest, UpgradeConstraintPolicy, UpgradeStrategy,
 };
+use crate::catalog::Gvk;
 use crate::resolve::classic;
 use crate::resolve::service::request as model;
 
@@ -42,7 +43,7 @@ pub(super) fn to_model(r: ResolveRequest) -> Result<model::Request, String> {
         .collect();
     let gvks = |list: Vec<pb::GroupVersionKind>| {
         list.into_iter()
-            .map(|g| model::GvkSpec {
+            .map(|g| Gvk {
                 group: g.group,
                 version: g.version,
                 kind: g.kind,
