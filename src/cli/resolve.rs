@@ -108,5 +108,5 @@ fn resolve(
     let catalogs = runtime
         .block_on(load_catalogs(req, &sources, own))
         .map_err(|e| e.to_string())?;
-    service::resolve_request(req, &catalogs)
+    service::resolve_request(req, &catalogs).map_err(|e| e.to_string())
 }

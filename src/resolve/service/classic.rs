@@ -1,6 +1,7 @@
 //! A classic request: one resolution of the namespace, with bundles the cluster's state
 //! rules out refused, then the same resolution repeated on the state each round leaves
 //! behind, for the upgrade paths.
+use std::cell::RefCell;
 use std::collections::BTreeMap;
 
 use crate::catalog::semver::Version;
@@ -14,7 +15,9 @@ use crate::resolve::safety::{self, ClusterCrd, ClusterFacts};
 use crate::resolve::solver::SolveError;
 
 use super::request::{CsvSpec, Request};
-use super::{Catalog, Chosen, Loaded, MAX_PATH_STEPS, Mode, OpenShift, Outcome, Resolution, Step};
+use super::{
+    Catalog, Chosen, Error, Loaded, MAX_PATH_STEPS, Mode, OpenShift, Outcome, Resolution, Step,
+};
 
 /// The namespace as a round of resolution sees it.
 #[derive(Clone)]
@@ -53,7 +56,7 @@ enum Round {
 
 /// Resolves a classic request: the first round gives the answer and the install plan, the
 /// rounds after it the upgrade paths.
-pub(super) fn resolve_subscriptions(req: &Request, loaded: &[Loaded]) -> Result<Outcome, String> {
+pub(super) fn resolve_subscriptions(req: &Request, loaded: &[Loaded]) -> Result<Outcome, Error> {
     let mut outcome = Outcome {
         mode: Mode::Classic,
         namespace: req.namespace.clone(),
@@ -72,7 +75,7 @@ pub(super) fn resolve_subscriptions(req: &Request, loaded: &[Loaded]) -> Result<
         facts,
         catalogs: &catalogs,
     };
-    let (operators, refused, unchecked) = match ctx.round(&state)? {
+    let (operators, refused, unchecked) = match ctx.round(&state).map_err(Error::Unresolvable)? {
         Round::Unsatisfiable(messages) => {
             outcome.unsatisfiable = Some(messages);
             outcome.results = cut_off;
@@ -84,18 +87,31 @@ pub(super) fn resolve_subscriptions(req: &Request, loaded: &[Loaded]) -> Result<
             unchecked,
         } => (operators, refused, unchecked),
     };
+    // Manifests that could not be fetched keep their kind (a catalog server that fails to
+    // send them is no fault of the request or of the catalogs).
+    let failed = RefCell::new(None);
     let plan = classic::install_plan(
         &req.namespace,
         &state.subscriptions,
         &state.installed,
         &operators,
         |op| match catalogs.get(&op.catalog, &op.catalog_namespace) {
-            Some(c) => c.objects(&op.package, &op.channel, &op.name),
+            Some(c) => c.objects(&op.package, &op.channel, &op.name).map_err(|e| {
+                let text = e.to_string();
+                *failed.borrow_mut() = Some(e);
+                text
+            }),
             None => Ok(Vec::new()),
         },
-    )?;
+    )
+    .map_err(|message| match failed.take() {
+        Some(e) => e.reworded(message),
+        None => Error::Unresolvable(message),
+    })?;
     outcome.install_plan = Some(plan);
-    let followed = ctx.results(req, &state, &operators, &mut outcome.results)?;
+    let followed = ctx
+        .results(req, &state, &operators, &mut outcome.results)
+        .map_err(Error::Unresolvable)?;
     for s in &state.subscriptions {
         if !outcome.results.iter().any(|r| r.request == s.name) {
             outcome.results.push(Resolution {
@@ -116,7 +132,8 @@ pub(super) fn resolve_subscriptions(req: &Request, loaded: &[Loaded]) -> Result<
     if let Some(version) = facts.map(|f| f.openshift_version.as_str())
         && !version.is_empty()
     {
-        outcome.openshift = Some(openshift(version, &state.installed)?);
+        outcome.openshift =
+            Some(openshift(version, &state.installed).map_err(Error::InvalidRequest)?);
     }
     ctx.later_rounds(&mut state, &mut paths, &mut outcome.warnings);
     for (r, sub) in outcome.results.iter_mut().zip(&followed) {

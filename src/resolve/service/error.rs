@@ -2,7 +2,7 @@
 //! explanation), by the kind a caller reports: the gRPC service turns each into its status
 //! code, the command into its message.
 
-#[derive(Clone, Debug, thiserror::Error)]
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum Error {
     /// The request is malformed or names what cannot be read as it is written (a field, a
     /// catalog directory or image that is not a catalog).
@@ -25,12 +25,16 @@ pub enum Error {
 impl Error {
     /// The same kind, its message prefixed with where it happened.
     pub fn context(self, what: &str) -> Error {
-        let with = |m: String| format!("{what}: {m}");
+        self.reworded(format!("{what}: {self}"))
+    }
+
+    /// The same kind with another message (a caller's wording of this error).
+    pub fn reworded(&self, message: String) -> Error {
         match self {
-            Error::InvalidRequest(m) => Error::InvalidRequest(with(m)),
-            Error::CatalogUnavailable(m) => Error::CatalogUnavailable(with(m)),
-            Error::Unresolvable(m) => Error::Unresolvable(with(m)),
-            Error::Internal(m) => Error::Internal(with(m)),
+            Error::InvalidRequest(_) => Error::InvalidRequest(message),
+            Error::CatalogUnavailable(_) => Error::CatalogUnavailable(message),
+            Error::Unresolvable(_) => Error::Unresolvable(message),
+            Error::Internal(_) => Error::Internal(message),
         }
     }
 }

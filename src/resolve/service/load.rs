@@ -23,8 +23,8 @@ pub struct Sources<'a> {
 }
 
 impl ManifestSource for RemoteManifests {
-    fn objects(&self, package: &str, channel: &str, bundle: &str) -> Result<Vec<String>, String> {
-        RemoteManifests::objects(self, package, channel, bundle).map_err(|e| e.to_string())
+    fn objects(&self, package: &str, channel: &str, bundle: &str) -> Result<Vec<String>, Error> {
+        Ok(RemoteManifests::objects(self, package, channel, bundle)?)
     }
 }
 

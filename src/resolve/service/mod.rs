@@ -31,7 +31,7 @@ const MAX_PATH_STEPS: usize = 32;
 /// (catalogs read over api.Registry, whose ListBundles leaves them out).
 pub trait ManifestSource: Send + Sync {
     /// The bundle's manifests as JSON texts (api.Bundle `object`).
-    fn objects(&self, package: &str, channel: &str, bundle: &str) -> Result<Vec<String>, String>;
+    fn objects(&self, package: &str, channel: &str, bundle: &str) -> Result<Vec<String>, Error>;
 }
 
 /// One loaded catalog. Clones share its content and its preparation.
@@ -74,7 +74,9 @@ impl Catalog {
         channel: &str,
         name: &str,
     ) -> Result<BundleManifests, String> {
-        let objects = self.objects(package, channel, name)?;
+        let objects = self
+            .objects(package, channel, name)
+            .map_err(|e| e.to_string())?;
         let csv_metadata = self
             .manifests
             .is_none()
@@ -86,7 +88,9 @@ impl Catalog {
     }
 
     /// A bundle's manifests as JSON texts (none for a bundle the content lacks).
-    pub fn objects(&self, package: &str, channel: &str, name: &str) -> Result<Vec<String>, String> {
+    /// A catalog server that fails to send them is [`Error::CatalogUnavailable`]; manifests the
+    /// content holds but that cannot be read are [`Error::Unresolvable`].
+    pub fn objects(&self, package: &str, channel: &str, name: &str) -> Result<Vec<String>, Error> {
         if let Some(source) = &self.manifests {
             return source.objects(package, channel, name);
         }
@@ -97,8 +101,10 @@ impl Catalog {
             .flatten()
             .filter(|p| p.kind == BUNDLE_OBJECT)
         {
-            if let property::Typed::BundleObject { data } = property::parse(p)? {
-                objects.push(property::decode_bundle_object(&data)?);
+            if let property::Typed::BundleObject { data } =
+                property::parse(p).map_err(Error::Unresolvable)?
+            {
+                objects.push(property::decode_bundle_object(&data).map_err(Error::Unresolvable)?);
             }
         }
         Ok(objects)
@@ -122,16 +128,17 @@ pub fn not_loaded() -> Loaded {
 }
 
 /// Resolves `req` against `catalogs` (in the order of `req.catalogs`). An error means the
-/// request cannot be resolved at all (a catalog's channel cannot be ordered, say); a
-/// resolution that finds nothing is an answer, with its explanation.
-pub fn resolve_request(req: &Request, catalogs: &[Loaded]) -> Result<Outcome, String> {
-    req.validate()?;
+/// request cannot be resolved at all (a catalog's channel cannot be ordered, say; its kind
+/// says whose the fault is); a resolution that finds nothing is an answer, with its
+/// explanation.
+pub fn resolve_request(req: &Request, catalogs: &[Loaded]) -> Result<Outcome, Error> {
+    req.validate().map_err(Error::InvalidRequest)?;
     if catalogs.len() != req.catalogs.len() {
-        return Err(format!(
+        return Err(Error::Internal(format!(
             "{} catalogs were loaded for {} requested",
             catalogs.len(),
             req.catalogs.len()
-        ));
+        )));
     }
     match req.mode {
         Mode::Classic => classic::resolve_subscriptions(req, catalogs),

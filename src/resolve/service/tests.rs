@@ -124,3 +124,24 @@ requests:
     );
     assert!(catalog.prepared.get().is_none());
 }
+
+/// A caller that loads fewer catalogs than the request names is at fault, not the request
+/// (the service reports INTERNAL); a request that fails validation is the caller's mistake.
+#[test]
+fn errors_say_whose_fault_they_are() {
+    let req = upgrade_request();
+    assert_eq!(
+        resolve_request(&req, &[]),
+        Err(Error::Internal(
+            "0 catalogs were loaded for 1 requested".into()
+        ))
+    );
+    let mut no_namespace = upgrade_request();
+    no_namespace.namespace.clear();
+    assert_eq!(
+        resolve_request(&no_namespace, &[Ok(Catalog::of(package_a()))]),
+        Err(Error::InvalidRequest(
+            "namespace: required in classic mode".into()
+        ))
+    );
+}

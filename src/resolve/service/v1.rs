@@ -10,10 +10,12 @@ use crate::resolve::v1::{
 };
 
 use super::request::{Availability, ExtensionSpec, Policy, Request};
-use super::{Catalog, Chosen, Loaded, MAX_PATH_STEPS, Mode, OpenShift, Outcome, Resolution, Step};
+use super::{
+    Catalog, Chosen, Error, Loaded, MAX_PATH_STEPS, Mode, OpenShift, Outcome, Resolution, Step,
+};
 
 /// Resolves each ClusterExtension of a v1 request on its own.
-pub(super) fn resolve_extensions(req: &Request, loaded: &[Loaded]) -> Result<Outcome, String> {
+pub(super) fn resolve_extensions(req: &Request, loaded: &[Loaded]) -> Result<Outcome, Error> {
     let mut outcome = Outcome {
         mode: Mode::V1,
         namespace: String::new(),
@@ -72,7 +74,7 @@ pub(super) fn resolve_extensions(req: &Request, loaded: &[Loaded]) -> Result<Out
     if let Some(version) = req.cluster.as_ref().map(|c| c.openshift_version.as_str())
         && !version.is_empty()
     {
-        outcome.openshift = Some(openshift(version, &resolved)?);
+        outcome.openshift = Some(openshift(version, &resolved).map_err(Error::InvalidRequest)?);
     }
     Ok(outcome)
 }

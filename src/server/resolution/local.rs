@@ -6,7 +6,7 @@ use std::sync::Arc;
 use prost::Message;
 
 use crate::api;
-use crate::resolve::service::{Catalog, ManifestSource};
+use crate::resolve::service::{Catalog, Error, ManifestSource};
 use crate::source::remote::{from_api, objects_of};
 use crate::store::{QueryError, Store, query};
 
@@ -57,10 +57,13 @@ pub fn from_store(store: Arc<Store>) -> Result<Catalog, String> {
 struct StoreManifests(Arc<Store>);
 
 impl ManifestSource for StoreManifests {
-    fn objects(&self, package: &str, channel: &str, bundle: &str) -> Result<Vec<String>, String> {
+    fn objects(&self, package: &str, channel: &str, bundle: &str) -> Result<Vec<String>, Error> {
         self.0
             .with_conn(|conn| decode(&query::get_bundle(conn, package, channel, bundle)?))
             .map(objects_of)
-            .map_err(query_text)
+            .map_err(|e| match e {
+                QueryError::NotFound(m) => Error::Unresolvable(m),
+                QueryError::Storage(m) => Error::Internal(m),
+            })
     }
 }

@@ -5,6 +5,19 @@
 //! than the time budget (a caller's shorter `grpc-timeout` drops the call sooner). Only the
 //! addresses the operator allowed may be named: the server connects wherever a request
 //! points it, and inside a cluster that must not be anywhere.
+//!
+//! A request without an answer fails with the code of its [`service::Error`] kind:
+//!
+//! | kind | code | e.g. |
+//! |---|---|---|
+//! | `InvalidRequest` | INVALID_ARGUMENT | a field missing or malformed (`cluster.openshiftVersion`) |
+//! | (not allowed) | PERMISSION_DENIED | an address outside `--resolution-allowed-catalogs` |
+//! | `CatalogUnavailable` | UNAVAILABLE | the server stopping before its catalog loaded; a catalog server failing to send the manifests of the install plan |
+//! | `Unresolvable` | FAILED_PRECONDITION | a channel that cannot be ordered, a malformed dependency property |
+//! | `Internal` | INTERNAL | the index failing to read, a task that died |
+//!
+//! A catalog server that cannot be read at all is not an error of the call: the subscriptions
+//! and requests that need it get its error in their results.
 use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -93,10 +106,11 @@ impl ResolutionService {
         let loaded = load_catalogs(&request, &sources, || self.local())
             .await
             .map_err(to_status)?;
-        let outcome = tokio::task::spawn_blocking(move || service::resolve_request(&request, &loaded))
-            .await
-            .map_err(|e| Status::internal(format!("resolution task failed: {e}")))?
-            .map_err(Status::failed_precondition)?;
+        let outcome =
+            tokio::task::spawn_blocking(move || service::resolve_request(&request, &loaded))
+                .await
+                .map_err(|e| Status::internal(format!("resolution task failed: {e}")))?
+                .map_err(to_status)?;
         Ok(Response::new(to_response(outcome)))
     }
 
