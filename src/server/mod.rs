@@ -10,6 +10,7 @@
 mod calls;
 mod connection;
 mod endpoint;
+mod error;
 mod experimental;
 mod health;
 mod limits;
@@ -19,6 +20,7 @@ mod registry;
 mod resolution;
 mod serving;
 
+pub use error::Error;
 pub use limits::Limits;
 pub use resolution::ResolutionOptions;
 
@@ -56,9 +58,9 @@ pub async fn run<L>(
     grace: Duration,
     resolution: ResolutionOptions,
     limits: Limits,
-) -> Result<(), CacheError>
+) -> Result<(), Error>
 where
-    L: FnOnce() -> Result<OpenIndex, CacheError> + Send + 'static,
+    L: FnOnce() -> Result<OpenIndex, Error> + Send + 'static,
 {
     let (publisher, catalog) = serving::loading();
     let (health_tx, health) = health::health();
@@ -71,12 +73,8 @@ where
                 tonic_reflection::pb::v1alpha::FILE_DESCRIPTOR_SET,
             )
     };
-    let reflection_v1 = reflection()
-        .build_v1()
-        .map_err(|e| CacheError::Io(format!("reflection: {e}")))?;
-    let reflection_v1alpha = reflection()
-        .build_v1alpha()
-        .map_err(|e| CacheError::Io(format!("reflection: {e}")))?;
+    let reflection_v1 = reflection().build_v1()?;
+    let reflection_v1alpha = reflection().build_v1alpha()?;
 
     let metrics = metrics_listener.as_ref().map(|_| {
         Arc::new(Metrics::new(&[
@@ -142,13 +140,13 @@ where
         let started = Instant::now();
         let loaded = load()?;
         let facts = catalog_facts(&loaded, started.elapsed())?;
-        Ok::<_, CacheError>((loaded, facts))
+        Ok::<_, Error>((loaded, facts))
     });
     let mut _scratch = None;
     tokio::select! {
         loaded = &mut loading => {
             let (OpenIndex { store, scratch, .. }, facts) =
-                loaded.map_err(|e| CacheError::Io(format!("loading task failed: {e}")))??;
+                loaded.map_err(|e| Error::Task(format!("loading task failed: {e}")))??;
             info!(
                 digest = %facts.digest,
                 packages = facts.packages,
@@ -169,7 +167,7 @@ where
             tokio::select! {
                 _ = &mut signal => {}
                 result = &mut server => {
-                    return result.map_err(|e| CacheError::Io(e.to_string()))?.map_err(|e| CacheError::Io(e.to_string()));
+                    return Ok(result.map_err(|e| Error::Task(e.to_string()))??);
                 }
             }
         }
