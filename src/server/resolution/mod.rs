@@ -36,7 +36,6 @@ use crate::resolve::service::{self, Sources, load_catalogs, request as model};
 use crate::source::{RemoteCatalogs, RemoteLimits};
 use crate::store::Store;
 use local::from_store;
-use request::to_model;
 use response::to_response;
 
 /// How the resolution service reads other catalog servers.
@@ -95,7 +94,8 @@ impl ResolutionService {
         &self,
         req: Request<ResolveRequest>,
     ) -> Result<Response<ResolveResponse>, Status> {
-        let request = to_model(req.into_inner()).map_err(Status::invalid_argument)?;
+        let request =
+            model::Request::try_from(req.into_inner()).map_err(Status::invalid_argument)?;
         request.validate().map_err(Status::invalid_argument)?;
         self.check_allowed(&request)?;
         let sources = Sources {

@@ -1,32 +1,69 @@
-//! The wire request in the model of the request file; errors name the field.
+//! The wire request in the model of the request file, one conversion per message; errors
+//! name the field, each message's relative to itself and its parent's adding the path to it.
 use crate::api::resolution::{
     self as pb, ResolveRequest, UpgradeConstraintPolicy, UpgradeStrategy,
 };
 use crate::catalog::Gvk;
 use crate::resolve::classic;
+use crate::resolve::safety::{ClusterCrd, ClusterFacts, OperatorGroup};
 use crate::resolve::service::request as model;
 
-/// The wire request in the model of the request file; errors name the field.
-pub(super) fn to_model(r: ResolveRequest) -> Result<model::Request, String> {
-    let mode = match pb::Mode::try_from(r.mode) {
-        Ok(pb::Mode::Classic) => model::Mode::Classic,
-        Ok(pb::Mode::V1) => model::Mode::V1,
-        _ => return Err("mode: required (MODE_CLASSIC or MODE_V1)".to_owned()),
-    };
-    let upgrade_strategy = match UpgradeStrategy::try_from(r.upgrade_strategy) {
-        Ok(UpgradeStrategy::Default) => classic::UpgradeStrategy::Default,
-        Ok(UpgradeStrategy::UnsafeFailForward) => classic::UpgradeStrategy::UnsafeFailForward,
-        Err(_) => {
-            return Err(format!(
-                "upgrade_strategy: unknown value {}",
-                r.upgrade_strategy
-            ));
-        }
-    };
-    let catalogs = r
-        .catalogs
-        .into_iter()
-        .map(|c| model::CatalogSpec {
+/// Each of `list` converted, an error prefixed with its field and index.
+fn each<P, M>(field: &str, list: Vec<P>) -> Result<Vec<M>, String>
+where
+    M: TryFrom<P, Error = String>,
+{
+    list.into_iter()
+        .enumerate()
+        .map(|(i, p)| M::try_from(p).map_err(|e| format!("{field}[{i}].{e}")))
+        .collect()
+}
+
+fn all<P, M: From<P>>(list: Vec<P>) -> Vec<M> {
+    list.into_iter().map(M::from).collect()
+}
+
+impl TryFrom<ResolveRequest> for model::Request {
+    type Error = String;
+
+    fn try_from(r: ResolveRequest) -> Result<model::Request, String> {
+        let mode = match pb::Mode::try_from(r.mode) {
+            Ok(pb::Mode::Classic) => model::Mode::Classic,
+            Ok(pb::Mode::V1) => model::Mode::V1,
+            _ => return Err("mode: required (MODE_CLASSIC or MODE_V1)".to_owned()),
+        };
+        let upgrade_strategy = match UpgradeStrategy::try_from(r.upgrade_strategy) {
+            Ok(UpgradeStrategy::Default) => classic::UpgradeStrategy::Default,
+            Ok(UpgradeStrategy::UnsafeFailForward) => classic::UpgradeStrategy::UnsafeFailForward,
+            Err(_) => {
+                return Err(format!(
+                    "upgrade_strategy: unknown value {}",
+                    r.upgrade_strategy
+                ));
+            }
+        };
+        Ok(model::Request {
+            mode,
+            namespace: r.namespace,
+            upgrade_strategy,
+            global_namespace: if r.global_namespace.is_empty() {
+                model::default_global_namespace()
+            } else {
+                r.global_namespace
+            },
+            exclude_global_namespace_resolution: r.exclude_global_namespace_resolution,
+            catalogs: all(r.catalogs),
+            installed: each("installed", r.installed)?,
+            subscriptions: all(r.subscriptions),
+            requests: each("requests", r.requests)?,
+            cluster: r.cluster.map(ClusterFacts::from),
+        })
+    }
+}
+
+impl From<pb::Catalog> for model::CatalogSpec {
+    fn from(c: pb::Catalog) -> model::CatalogSpec {
+        model::CatalogSpec {
             name: c.name,
             namespace: c.namespace,
             priority: c.priority,
@@ -39,41 +76,41 @@ pub(super) fn to_model(r: ResolveRequest) -> Result<model::Request, String> {
             } else {
                 model::Availability::Available
             },
+        }
+    }
+}
+
+impl From<pb::GroupVersionKind> for Gvk {
+    fn from(g: pb::GroupVersionKind) -> Gvk {
+        Gvk {
+            group: g.group,
+            version: g.version,
+            kind: g.kind,
+        }
+    }
+}
+
+impl TryFrom<pb::Property> for model::PropertySpec {
+    type Error = String;
+
+    fn try_from(p: pb::Property) -> Result<model::PropertySpec, String> {
+        let value = serde_json::from_str(&p.value).map_err(|e| format!("value: not JSON: {e}"))?;
+        Ok(model::PropertySpec {
+            kind: p.r#type,
+            value,
         })
-        .collect();
-    let gvks = |list: Vec<pb::GroupVersionKind>| {
-        list.into_iter()
-            .map(|g| Gvk {
-                group: g.group,
-                version: g.version,
-                kind: g.kind,
-            })
-            .collect()
-    };
-    let mut installed = Vec::with_capacity(r.installed.len());
-    for (i, c) in r.installed.into_iter().enumerate() {
+    }
+}
+
+impl TryFrom<pb::InstalledCsv> for model::CsvSpec {
+    type Error = String;
+
+    fn try_from(c: pb::InstalledCsv) -> Result<model::CsvSpec, String> {
         let properties = match c.properties {
             None => None,
-            Some(annotation) => Some(
-                annotation
-                    .properties
-                    .into_iter()
-                    .enumerate()
-                    .map(|(j, p)| {
-                        let value = serde_json::from_str(&p.value).map_err(|e| {
-                            format!(
-                                "installed[{i}].properties.properties[{j}].value: not JSON: {e}"
-                            )
-                        })?;
-                        Ok(model::PropertySpec {
-                            kind: p.r#type,
-                            value,
-                        })
-                    })
-                    .collect::<Result<Vec<_>, String>>()?,
-            ),
+            Some(annotation) => Some(each("properties.properties", annotation.properties)?),
         };
-        installed.push(model::CsvSpec {
+        Ok(model::CsvSpec {
             name: c.name,
             version: c.version,
             replaces: c.replaces,
@@ -83,14 +120,15 @@ pub(super) fn to_model(r: ResolveRequest) -> Result<model::Request, String> {
                 c.phase
             },
             properties,
-            provided_apis: gvks(c.provided_apis),
-            required_apis: gvks(c.required_apis),
-        });
+            provided_apis: all(c.provided_apis),
+            required_apis: all(c.required_apis),
+        })
     }
-    let subscriptions = r
-        .subscriptions
-        .into_iter()
-        .map(|s| model::SubscriptionSpec {
+}
+
+impl From<pb::Subscription> for model::SubscriptionSpec {
+    fn from(s: pb::Subscription) -> model::SubscriptionSpec {
+        model::SubscriptionSpec {
             name: s.name,
             package: s.package,
             channel: s.channel,
@@ -99,78 +137,93 @@ pub(super) fn to_model(r: ResolveRequest) -> Result<model::Request, String> {
             starting_csv: s.starting_csv,
             installed_csv: s.installed_csv,
             current_csv: s.current_csv,
-        })
-        .collect();
-    let mut requests = Vec::with_capacity(r.requests.len());
-    for (i, e) in r.requests.into_iter().enumerate() {
-        let policy = match UpgradeConstraintPolicy::try_from(e.upgrade_constraint_policy) {
-            Ok(UpgradeConstraintPolicy::CatalogProvided) => model::Policy::CatalogProvided,
-            Ok(UpgradeConstraintPolicy::SelfCertified) => model::Policy::SelfCertified,
-            Err(_) => {
-                return Err(format!(
-                    "requests[{i}].upgrade_constraint_policy: unknown value {}",
-                    e.upgrade_constraint_policy
-                ));
-            }
-        };
-        requests.push(model::ExtensionSpec {
+        }
+    }
+}
+
+impl TryFrom<pb::ExtensionRequest> for model::ExtensionSpec {
+    type Error = String;
+
+    fn try_from(e: pb::ExtensionRequest) -> Result<model::ExtensionSpec, String> {
+        let upgrade_constraint_policy =
+            match UpgradeConstraintPolicy::try_from(e.upgrade_constraint_policy) {
+                Ok(UpgradeConstraintPolicy::CatalogProvided) => model::Policy::CatalogProvided,
+                Ok(UpgradeConstraintPolicy::SelfCertified) => model::Policy::SelfCertified,
+                Err(_) => {
+                    return Err(format!(
+                        "upgrade_constraint_policy: unknown value {}",
+                        e.upgrade_constraint_policy
+                    ));
+                }
+            };
+        Ok(model::ExtensionSpec {
             name: e.name,
             package_name: e.package_name,
             channels: e.channels,
             version: e.version,
-            upgrade_constraint_policy: policy,
-            selector: e.selector.map(|s| model::SelectorSpec {
-                match_labels: s.match_labels.into_iter().collect(),
-                match_expressions: s
-                    .match_expressions
-                    .into_iter()
-                    .map(|x| model::ExpressionSpec {
-                        key: x.key,
-                        operator: x.operator,
-                        values: x.values,
-                    })
-                    .collect(),
-            }),
-            installed_bundle: e.installed_bundle.map(|b| model::BundleSpec {
-                name: b.name,
-                version: b.version,
-            }),
-        });
+            upgrade_constraint_policy,
+            selector: e.selector.map(model::SelectorSpec::from),
+            installed_bundle: e.installed_bundle.map(model::BundleSpec::from),
+        })
     }
-    let group = |g: pb::OperatorGroup| crate::resolve::safety::OperatorGroup {
-        name: g.name,
-        namespace: g.namespace,
-        target_namespaces: g.target_namespaces,
-        provided_apis: g.provided_apis,
-    };
-    let cluster = r.cluster.map(|c| crate::resolve::safety::ClusterFacts {
-        openshift_version: c.openshift_version,
-        operator_group: c.operator_group.map(group),
-        other_operator_groups: c.other_operator_groups.into_iter().map(group).collect(),
-        crds: c
-            .crds
-            .into_iter()
-            .map(|crd| crate::resolve::safety::ClusterCrd {
-                name: crd.name,
-                served_versions: crd.served_versions,
-                stored_versions: crd.stored_versions,
-            })
-            .collect(),
-    });
-    Ok(model::Request {
-        mode,
-        namespace: r.namespace,
-        upgrade_strategy,
-        global_namespace: if r.global_namespace.is_empty() {
-            model::default_global_namespace()
-        } else {
-            r.global_namespace
-        },
-        exclude_global_namespace_resolution: r.exclude_global_namespace_resolution,
-        catalogs,
-        installed,
-        subscriptions,
-        requests,
-        cluster,
-    })
+}
+
+impl From<pb::LabelSelector> for model::SelectorSpec {
+    fn from(s: pb::LabelSelector) -> model::SelectorSpec {
+        model::SelectorSpec {
+            match_labels: s.match_labels.into_iter().collect(),
+            match_expressions: all(s.match_expressions),
+        }
+    }
+}
+
+impl From<pb::LabelSelectorRequirement> for model::ExpressionSpec {
+    fn from(x: pb::LabelSelectorRequirement) -> model::ExpressionSpec {
+        model::ExpressionSpec {
+            key: x.key,
+            operator: x.operator,
+            values: x.values,
+        }
+    }
+}
+
+impl From<pb::InstalledBundle> for model::BundleSpec {
+    fn from(b: pb::InstalledBundle) -> model::BundleSpec {
+        model::BundleSpec {
+            name: b.name,
+            version: b.version,
+        }
+    }
+}
+
+impl From<pb::ClusterFacts> for ClusterFacts {
+    fn from(c: pb::ClusterFacts) -> ClusterFacts {
+        ClusterFacts {
+            openshift_version: c.openshift_version,
+            operator_group: c.operator_group.map(OperatorGroup::from),
+            other_operator_groups: all(c.other_operator_groups),
+            crds: all(c.crds),
+        }
+    }
+}
+
+impl From<pb::OperatorGroup> for OperatorGroup {
+    fn from(g: pb::OperatorGroup) -> OperatorGroup {
+        OperatorGroup {
+            name: g.name,
+            namespace: g.namespace,
+            target_namespaces: g.target_namespaces,
+            provided_apis: g.provided_apis,
+        }
+    }
+}
+
+impl From<pb::ClusterCrd> for ClusterCrd {
+    fn from(crd: pb::ClusterCrd) -> ClusterCrd {
+        ClusterCrd {
+            name: crd.name,
+            served_versions: crd.served_versions,
+            stored_versions: crd.stored_versions,
+        }
+    }
 }
