@@ -7,6 +7,7 @@
 //! only the subscriptions and requests that need it.
 mod classic;
 mod error;
+mod file;
 mod load;
 pub mod outcome;
 pub mod request;
@@ -20,6 +21,7 @@ use crate::resolve::classic::PreparedCatalog;
 use crate::resolve::safety::BundleManifests;
 
 pub use error::Error;
+pub use file::resolve_file;
 pub use load::{Sources, load_catalogs};
 pub use outcome::{Chosen, OpenShift, Outcome, Resolution, Step, report};
 pub use request::{Mode, Request};
