@@ -14,14 +14,9 @@ fn decode<M: Message + Default>(bytes: &[u8]) -> Result<M, QueryError> {
     M::decode(bytes).map_err(|e| QueryError::Storage(format!("decoding a stored message: {e}")))
 }
 
-fn query_text(e: QueryError) -> String {
-    match e {
-        QueryError::NotFound(m) | QueryError::Storage(m) => m,
-    }
-}
-
-/// This server's catalog, read from its index. Blocking.
-pub fn from_store(store: Arc<Store>) -> Result<Catalog, String> {
+/// This server's catalog, read from its index. Blocking. Whatever fails here is the index's
+/// fault, not the request's.
+pub fn from_store(store: Arc<Store>) -> Result<Catalog, Error> {
     let content = store
         .with_conn(|conn| {
             let packages = query::list_packages(conn)?
@@ -47,7 +42,7 @@ pub fn from_store(store: Arc<Store>) -> Result<Catalog, String> {
                 None => Ok(from_api(packages, bundles)),
             }
         })
-        .map_err(query_text)?;
+        .map_err(|(QueryError::NotFound(m) | QueryError::Storage(m))| Error::Internal(m))?;
     Ok(Catalog::new(
         Arc::new(content),
         Some(Arc::new(StoreManifests(store))),

@@ -166,8 +166,7 @@ impl ResolutionService {
         let for_build = store.clone();
         let built = tokio::task::spawn_blocking(move || from_store(for_build))
             .await
-            .map_err(|e| service::Error::Internal(format!("reading the catalog failed: {e}")))?
-            .map_err(service::Error::Internal)?;
+            .map_err(|e| service::Error::Internal(format!("reading the catalog failed: {e}")))??;
         *cached = Some((store, built.clone()));
         Ok(built)
     }
