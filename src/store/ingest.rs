@@ -5,6 +5,7 @@
 //! rest in memory for validation, so memory is bounded by the largest file, not the catalog.
 //! Everything happens in one transaction on a new file that replaces the target only when
 //! complete: a failed ingest leaves nothing behind.
+use super::digest::{DigestOfReads, catalog_digest};
 use super::encode::{encode_edges, encode_objects, encode_tail};
 use super::schema;
 use crate::api;
@@ -75,7 +76,14 @@ enum Parsed {
     Other(Document),
 }
 
-type FileResult = Result<(u64, Vec<Parsed>), Vec<LoadError>>;
+/// A file as the writer takes it.
+struct ParsedFile {
+    rel: String,
+    /// What was read, when the writer digests it.
+    data: Option<Vec<u8>>,
+    bytes: u64,
+    documents: Vec<Parsed>,
+}
 
 /// The name of the file an ingest writes before renaming it into place: `.index-*.db.partial`,
 /// locked (`flock`) by the process writing it.
@@ -83,7 +91,13 @@ pub const PARTIAL_PREFIX: &str = ".index-";
 pub const PARTIAL_SUFFIX: &str = ".db.partial";
 
 /// Builds the index for the FBC at `catalog` into `target`, replacing it only on success.
-pub fn build_index(catalog: &Path, target: &Path, digest: &str) -> Result<Summary, IngestError> {
+/// The index records `digest`, the catalog's content digest; without one, it is computed
+/// from the ingest's own reads.
+pub fn build_index(
+    catalog: &Path,
+    target: &Path,
+    digest: Option<&str>,
+) -> Result<Summary, IngestError> {
     let started = Instant::now();
     let files = catalog::walk::catalog_files(catalog).map_err(IngestError::Load)?;
     let dir = target.parent().unwrap_or(Path::new("."));
@@ -138,7 +152,7 @@ fn load(
     root: &Path,
     files: &[CatalogFile],
     conn: &Connection,
-    digest: &str,
+    digest: Option<&str>,
 ) -> Result<Summary, IngestError> {
     let mut writer = Writer::new(conn)?;
     let mut errors = Vec::new();
@@ -146,11 +160,22 @@ fn load(
         files: files.len(),
         ..Default::default()
     };
-    read_in_order(files, parse_file, |result| {
+    let mut reads = match digest {
+        Some(_) => None,
+        None => Some(
+            DigestOfReads::new(root, schema::CURRENT_VERSION, files).map_err(IngestError::Load)?,
+        ),
+    };
+    let keep_data = reads.is_some();
+    let parse = |file: &CatalogFile| parse_file(file, keep_data);
+    read_in_order(files, parse, |result| {
         match result {
-            Ok((bytes, docs)) => {
-                summary.bytes += bytes;
-                for doc in docs {
+            Ok(file) => {
+                summary.bytes += file.bytes;
+                if let (Some(reads), Some(data)) = (&mut reads, file.data) {
+                    reads.add(&file.rel, data);
+                }
+                for doc in file.documents {
                     writer.add(doc, &mut errors)?;
                 }
             }
@@ -161,6 +186,14 @@ fn load(
     if !errors.is_empty() {
         return Err(IngestError::Load(errors));
     }
+    let digest = match reads {
+        None => digest.unwrap_or_default().to_owned(),
+        Some(reads) => match reads.finish().map_err(IngestError::Load)? {
+            Some(digest) => digest,
+            // The reads came in too far from the digest's order: read again.
+            None => catalog_digest(root, schema::CURRENT_VERSION).map_err(IngestError::Load)?,
+        },
+    };
     let Writer {
         dc,
         manifests,
@@ -175,7 +208,7 @@ fn load(
     summary.custom_documents = custom_documents;
     let mut info = conn.prepare("INSERT INTO info (key, value) VALUES (?1, ?2)")?;
     for (key, value) in [
-        ("digest", digest.to_owned()),
+        ("digest", digest),
         ("source", root.display().to_string()),
         ("packages", summary.packages.to_string()),
         ("bundles", summary.bundles.to_string()),
@@ -191,9 +224,9 @@ fn load(
 }
 
 /// A file as the writer takes it: each bundle's manifests split off its properties.
-fn parse_file(file: &CatalogFile) -> FileResult {
+fn parse_file(file: &CatalogFile, keep_data: bool) -> Result<ParsedFile, Vec<LoadError>> {
     let read = read_file(file)?;
-    let parsed = read
+    let documents = read
         .documents
         .into_iter()
         .map(|(doc, objects)| match doc {
@@ -211,7 +244,12 @@ fn parse_file(file: &CatalogFile) -> FileResult {
             other => Parsed::Other(other),
         })
         .collect();
-    Ok((read.bytes, parsed))
+    Ok(ParsedFile {
+        rel: file.rel.clone(),
+        bytes: read.data.len() as u64,
+        data: keep_data.then_some(read.data),
+        documents,
+    })
 }
 
 fn is_csv(json: &str) -> bool {
