@@ -13,7 +13,7 @@ use crate::catalog::decode::{LoadError, describe_load_errors};
 use crate::catalog::model::{Model, ModelPackage, ValidationError};
 use crate::catalog::property::{self, Typed};
 use crate::catalog::walk::{CatalogFile, read_file, read_in_order};
-use crate::catalog::{self, Bundle, DeclarativeConfig, Document, Gvk, Meta};
+use crate::catalog::{self, Bundle, ChannelEntry, DeclarativeConfig, Document, Gvk, Meta};
 use prost::Message;
 use rusqlite::{Connection, params};
 use std::collections::HashMap;
@@ -374,11 +374,38 @@ fn to_value(v: &serde_json::Value) -> prost_types::Value {
 
 /// Writes the validated model: packages, channels, bundles and one entry per (channel,
 /// bundle) in ListBundles order. Returns (bundles, entries).
+/// Writes the validated graph; returns how many bundles and entries it holds.
 fn write_model(
     conn: &Connection,
     model: &Model,
     manifests: &HashMap<(String, String), (i64, bool)>,
 ) -> Result<(usize, usize), IngestError> {
+    let (bundle_ids, mut entries) = write_packages(conn, model, manifests)?;
+    entries.sort_by(|a, b| {
+        (a.channel, a.package, &a.entry.name).cmp(&(b.channel, b.package, &b.entry.name))
+    });
+    write_entries(conn, &bundle_ids, &entries)?;
+    Ok((bundle_ids.len(), entries.len()))
+}
+
+/// A channel entry as the entry table holds it.
+struct EntryRow<'m> {
+    channel: &'m str,
+    package: &'m str,
+    entry: &'m ChannelEntry,
+    is_head: bool,
+}
+
+/// Bundle row ids by (package, bundle).
+type BundleIds<'m> = HashMap<(&'m str, &'m str), i64>;
+
+/// Writes packages, channels and bundles; returns the bundles' row ids and the channels'
+/// entries, which are written once every bundle has its id.
+fn write_packages<'m>(
+    conn: &Connection,
+    model: &'m Model,
+    manifests: &HashMap<(String, String), (i64, bool)>,
+) -> Result<(BundleIds<'m>, Vec<EntryRow<'m>>), IngestError> {
     let mut insert_package =
         conn.prepare("INSERT INTO package (name, default_channel, message) VALUES (?1, ?2, ?3)")?;
     let mut insert_channel =
@@ -399,7 +426,12 @@ fn write_model(
         for ch in pkg.channels.values() {
             insert_channel.execute(params![pkg.name, ch.name, ch.head])?;
             for e in &ch.entries {
-                entries.push((ch.name.as_str(), pkg.name.as_str(), e, ch.head == e.name));
+                entries.push(EntryRow {
+                    channel: &ch.name,
+                    package: &pkg.name,
+                    entry: e,
+                    is_head: ch.head == e.name,
+                });
             }
         }
         for b in pkg.bundles.values() {
@@ -432,16 +464,24 @@ fn write_model(
             bundle_ids.insert((pkg.name.as_str(), b.name.as_str()), id);
         }
     }
-    entries.sort_by(|a, b| (a.0, a.1, &a.2.name).cmp(&(b.0, b.1, &b.2.name)));
+    Ok((bundle_ids, entries))
+}
+
+fn write_entries(
+    conn: &Connection,
+    bundle_ids: &BundleIds<'_>,
+    entries: &[EntryRow<'_>],
+) -> Result<(), IngestError> {
     let mut insert_entry = conn.prepare(
         "INSERT INTO entry (package, channel, bundle, bundle_id, replaces, is_head, tail, edges)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
     )?;
     let mut insert_skip =
         conn.prepare("INSERT INTO skip (entry_id, ord, name) VALUES (?1, ?2, ?3)")?;
-    for (channel, pkg, e, is_head) in &entries {
+    for row in entries {
+        let (channel, pkg, e) = (row.channel, row.package, row.entry);
         let bundle_id = bundle_ids
-            .get(&(*pkg, e.name.as_str()))
+            .get(&(pkg, e.name.as_str()))
             .ok_or_else(|| IngestError::Storage(format!("entry {:?} has no bundle", e.name)))?;
         let id = insert_entry.insert(params![
             pkg,
@@ -449,7 +489,7 @@ fn write_model(
             e.name,
             bundle_id,
             e.replaces,
-            is_head,
+            row.is_head,
             encode_tail(channel, &e.skip_range),
             encode_edges(&e.replaces, &e.skips)
         ])?;
@@ -457,7 +497,7 @@ fn write_model(
             insert_skip.execute(params![id, ord as i64, skip])?;
         }
     }
-    Ok((bundle_ids.len(), entries.len()))
+    Ok(())
 }
 
 fn encode_package(pkg: &ModelPackage) -> api::Package {
