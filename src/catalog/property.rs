@@ -88,27 +88,8 @@ pub fn parse(p: &Property) -> Result<Typed, String> {
                 version_range,
             }
         }
-        GVK => {
-            let [group, kind, version] =
-                strings(decode("property.GVK")?, "GVK", ["group", "kind", "version"])?;
-            Typed::Gvk(Gvk {
-                group,
-                version,
-                kind,
-            })
-        }
-        GVK_REQUIRED => {
-            let [group, kind, version] = strings(
-                decode("property.GVKRequired")?,
-                "GVKRequired",
-                ["group", "kind", "version"],
-            )?;
-            Typed::GvkRequired(Gvk {
-                group,
-                version,
-                kind,
-            })
-        }
+        GVK => Typed::Gvk(gvk(decode("property.GVK")?, "GVK")?),
+        GVK_REQUIRED => Typed::GvkRequired(gvk(decode("property.GVKRequired")?, "GVKRequired")?),
         CHANNEL => {
             let [channel_name] = strings(decode("property.Channel")?, "Channel", ["channelName"])?;
             Typed::Channel { channel_name }
@@ -140,6 +121,16 @@ pub fn parse(p: &Property) -> Result<Typed, String> {
 }
 
 /// Decodes a struct whose fields are all strings.
+/// The value of `olm.gvk` (Go's `GVK`) or `olm.gvk.required` (`GVKRequired`).
+fn gvk(map: Option<Map<String, Value>>, strukt: &str) -> Result<Gvk, String> {
+    let [group, kind, version] = strings(map, strukt, ["group", "kind", "version"])?;
+    Ok(Gvk {
+        group,
+        version,
+        kind,
+    })
+}
+
 fn strings<const N: usize>(
     map: Option<Map<String, Value>>,
     strukt: &str,

@@ -578,13 +578,7 @@ fn openshift(version: &str, installed: &[InstalledCsv]) -> Result<OpenShift, Str
         .iter()
         .map(|c| (c.name.as_str(), c.properties.as_deref().unwrap_or_default()))
         .collect();
-    let blockers = safety::openshift_blockers(false, version, &operators)
-        .map_err(|e| format!("cluster.openshiftVersion: {e}"))?;
-    Ok(OpenShift {
-        cluster_version: version.to_owned(),
-        upgrade_blocked: !blockers.is_empty(),
-        blockers,
-    })
+    OpenShift::judge(Mode::Classic, version, &operators)
 }
 
 /// For each operator, the requirements of the other chosen operators it satisfies, worded

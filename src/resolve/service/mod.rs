@@ -16,9 +16,9 @@ mod v1;
 use std::sync::{Arc, OnceLock};
 
 use crate::catalog::property::{self, BUNDLE_OBJECT, CSV_METADATA};
-use crate::catalog::types::{Bundle, DeclarativeConfig};
+use crate::catalog::types::{Bundle, DeclarativeConfig, Property};
 use crate::resolve::classic::PreparedCatalog;
-use crate::resolve::safety::BundleManifests;
+use crate::resolve::safety::{self, BundleManifests};
 
 pub use error::Error;
 pub use file::resolve_file;
@@ -117,6 +117,23 @@ impl Catalog {
             .bundles
             .iter()
             .find(|b| b.package == package && b.name == name)
+    }
+}
+
+impl OpenShift {
+    /// Whether `operators` (name, properties) block the cluster's next minor upgrade.
+    fn judge(
+        mode: Mode,
+        version: &str,
+        operators: &[(&str, &[Property])],
+    ) -> Result<OpenShift, String> {
+        let blockers = safety::openshift_blockers(mode == Mode::V1, version, operators)
+            .map_err(|e| format!("cluster.openshiftVersion: {e}"))?;
+        Ok(OpenShift {
+            cluster_version: version.to_owned(),
+            upgrade_blocked: !blockers.is_empty(),
+            blockers,
+        })
     }
 }
 

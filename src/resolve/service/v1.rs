@@ -124,13 +124,7 @@ fn openshift(version: &str, resolved: &[(String, Vec<Property>)]) -> Result<Open
         .iter()
         .map(|(name, props)| (name.as_str(), props.as_slice()))
         .collect();
-    let blockers = safety::openshift_blockers(true, version, &operators)
-        .map_err(|e| format!("cluster.openshiftVersion: {e}"))?;
-    Ok(OpenShift {
-        cluster_version: version.to_owned(),
-        upgrade_blocked: !blockers.is_empty(),
-        blockers,
-    })
+    OpenShift::judge(Mode::V1, version, &operators)
 }
 
 struct Checks<'a> {
