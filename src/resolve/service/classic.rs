@@ -132,8 +132,7 @@ pub(super) fn resolve_subscriptions(req: &Request, loaded: &[Loaded]) -> Result<
     if let Some(version) = facts.map(|f| f.openshift_version.as_str())
         && !version.is_empty()
     {
-        outcome.openshift =
-            Some(openshift(version, &state.installed).map_err(Error::InvalidRequest)?);
+        outcome.openshift = Some(openshift(version, &state.installed)?);
     }
     ctx.later_rounds(&mut state, &mut paths, &mut outcome.warnings);
     for (r, sub) in outcome.results.iter_mut().zip(&followed) {
@@ -573,7 +572,7 @@ fn installed_csv(c: &CsvSpec) -> InstalledCsv {
 }
 
 /// Whether the namespace's operators, once resolved, block the next minor upgrade.
-fn openshift(version: &str, installed: &[InstalledCsv]) -> Result<OpenShift, String> {
+fn openshift(version: &str, installed: &[InstalledCsv]) -> Result<OpenShift, Error> {
     let operators: Vec<(&str, &[Property])> = installed
         .iter()
         .map(|c| (c.name.as_str(), c.properties.as_deref().unwrap_or_default()))

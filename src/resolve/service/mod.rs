@@ -121,14 +121,15 @@ impl Catalog {
 }
 
 impl OpenShift {
-    /// Whether `operators` (name, properties) block the cluster's next minor upgrade.
+    /// Whether `operators` (name, properties) block the cluster's next minor upgrade. A
+    /// version that cannot be read is the request's error.
     fn judge(
         mode: Mode,
         version: &str,
         operators: &[(&str, &[Property])],
-    ) -> Result<OpenShift, String> {
+    ) -> Result<OpenShift, Error> {
         let blockers = safety::openshift_blockers(mode == Mode::V1, version, operators)
-            .map_err(|e| format!("cluster.openshiftVersion: {e}"))?;
+            .map_err(|e| Error::InvalidRequest(format!("cluster.openshiftVersion: {e}")))?;
         Ok(OpenShift {
             cluster_version: version.to_owned(),
             upgrade_blocked: !blockers.is_empty(),

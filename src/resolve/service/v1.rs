@@ -74,7 +74,7 @@ pub(super) fn resolve_extensions(req: &Request, loaded: &[Loaded]) -> Result<Out
     if let Some(version) = req.cluster.as_ref().map(|c| c.openshift_version.as_str())
         && !version.is_empty()
     {
-        outcome.openshift = Some(openshift(version, &resolved).map_err(Error::InvalidRequest)?);
+        outcome.openshift = Some(openshift(version, &resolved)?);
     }
     Ok(outcome)
 }
@@ -119,7 +119,7 @@ fn v1_catalogs<'a>(
 }
 
 /// Whether the resolved bundles block the cluster's next minor upgrade.
-fn openshift(version: &str, resolved: &[(String, Vec<Property>)]) -> Result<OpenShift, String> {
+fn openshift(version: &str, resolved: &[(String, Vec<Property>)]) -> Result<OpenShift, Error> {
     let operators: Vec<(&str, &[Property])> = resolved
         .iter()
         .map(|(name, props)| (name.as_str(), props.as_slice()))
