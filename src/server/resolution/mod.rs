@@ -36,7 +36,6 @@ use crate::resolve::service::{self, Sources, load_catalogs, request as model};
 use crate::source::{RemoteCatalogs, RemoteLimits};
 use crate::store::Store;
 use local::from_store;
-use response::to_response;
 
 /// How the resolution service reads other catalog servers.
 pub struct ResolutionOptions {
@@ -111,7 +110,7 @@ impl ResolutionService {
                 .await
                 .map_err(|e| Status::internal(format!("resolution task failed: {e}")))?
                 .map_err(to_status)?;
-        Ok(Response::new(to_response(outcome)))
+        Ok(Response::new(outcome.into()))
     }
 
     pub fn new(
@@ -170,6 +169,11 @@ impl ResolutionService {
         *cached = Some((store, built.clone()));
         Ok(built)
     }
+}
+
+/// Each of a list converted (between the wire messages and the model).
+fn all<F, T: From<F>>(list: Vec<F>) -> Vec<T> {
+    list.into_iter().map(T::from).collect()
 }
 
 /// Each kind of failure as its gRPC status (see the module doc).

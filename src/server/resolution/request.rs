@@ -1,5 +1,6 @@
 //! The wire request in the model of the request file, one conversion per message; errors
 //! name the field, each message's relative to itself and its parent's adding the path to it.
+use super::all;
 use crate::api::resolution::{
     self as pb, ResolveRequest, UpgradeConstraintPolicy, UpgradeStrategy,
 };
@@ -17,10 +18,6 @@ where
         .enumerate()
         .map(|(i, p)| M::try_from(p).map_err(|e| format!("{field}[{i}].{e}")))
         .collect()
-}
-
-fn all<P, M: From<P>>(list: Vec<P>) -> Vec<M> {
-    list.into_iter().map(M::from).collect()
 }
 
 impl TryFrom<ResolveRequest> for model::Request {
