@@ -365,16 +365,6 @@ impl Metrics {
             .observe(took.as_secs_f64());
     }
 
-    pub(super) fn remote_fetch(&self, ok: bool) {
-        self.remote_fetches
-            .with_label_values(&[if ok { "ok" } else { "error" }])
-            .inc();
-    }
-
-    pub(super) fn remote_cache_hit(&self) {
-        self.remote_cache_hits.inc();
-    }
-
     /// The text exposition format (version 0.0.4).
     pub(super) fn exposition(&self) -> String {
         let mut text = String::new();
@@ -416,4 +406,16 @@ fn grpc_methods(descriptor_sets: &[&[u8]]) -> Vec<(String, String, &'static str)
         }
     }
     methods
+}
+
+impl crate::source::remote::ReadCounter for Metrics {
+    fn cache_hit(&self) {
+        self.remote_cache_hits.inc();
+    }
+
+    fn fetched(&self, ok: bool) {
+        self.remote_fetches
+            .with_label_values(&[if ok { "ok" } else { "error" }])
+            .inc();
+    }
 }
