@@ -11,6 +11,7 @@ use crate::catalog::decode::LoadError;
 use crate::catalog::walk::{CatalogFile, all_files};
 use std::collections::HashMap;
 use std::path::Path;
+use std::sync::mpsc;
 use xxhash_rust::xxh3::Xxh3;
 
 /// The bytes a digest covers, in the order it covers them.
@@ -72,6 +73,9 @@ pub fn catalog_digest(root: &Path, format_version: u32) -> Result<String, Vec<Lo
     }
 }
 
+/// Files on their way to a digest thread at most.
+const IN_FLIGHT: usize = 4;
+
 /// Out-of-turn bytes held at most: past this the digest is left to a pass of its own.
 const HELD_MAX: usize = 64 << 20;
 
@@ -131,6 +135,21 @@ impl DigestOfReads {
         Ok(digest)
     }
 
+    /// Moves the hashing to a thread of `scope`, off the path of the ingest's writer.
+    pub fn on_thread<'scope>(
+        mut self,
+        scope: &'scope std::thread::Scope<'scope, '_>,
+    ) -> DigestThread<'scope> {
+        let (tx, rx) = mpsc::sync_channel::<(String, Vec<u8>)>(IN_FLIGHT);
+        let handle = scope.spawn(move || {
+            for (rel, data) in rx {
+                self.add(&rel, data);
+            }
+            self
+        });
+        DigestThread { tx, handle }
+    }
+
     /// The bytes the ingest read from the file at `rel`.
     pub fn add(&mut self, rel: &str, data: Vec<u8>) {
         if self.overflowed {
@@ -173,6 +192,29 @@ impl DigestOfReads {
             Ok(None)
         } else {
             Ok(Some(self.hasher.finish()))
+        }
+    }
+}
+
+/// A [`DigestOfReads`] running on a thread of its own.
+pub struct DigestThread<'scope> {
+    tx: mpsc::SyncSender<(String, Vec<u8>)>,
+    handle: std::thread::ScopedJoinHandle<'scope, DigestOfReads>,
+}
+
+impl DigestThread<'_> {
+    /// See [`DigestOfReads::add`].
+    pub fn add(&self, rel: String, data: Vec<u8>) {
+        // The thread takes everything until the sender is dropped, so this cannot fail.
+        let _ = self.tx.send((rel, data));
+    }
+
+    /// See [`DigestOfReads::finish`].
+    pub fn finish(self) -> Result<Option<String>, Vec<LoadError>> {
+        drop(self.tx);
+        match self.handle.join() {
+            Ok(digest) => digest.finish(),
+            Err(panic) => std::panic::resume_unwind(panic),
         }
     }
 }
