@@ -11,6 +11,7 @@ use crate::catalog::decode::LoadError;
 use crate::catalog::walk::{CatalogFile, all_files};
 use std::collections::HashMap;
 use std::path::Path;
+use std::sync::mpsc;
 use xxhash_rust::xxh3::Xxh3;
 
 /// The bytes a digest covers, in the order it covers them.
@@ -72,6 +73,9 @@ pub fn catalog_digest(root: &Path, format_version: u32) -> Result<String, Vec<Lo
     }
 }
 
+/// Files on their way to a digest thread at most.
+const IN_FLIGHT: usize = 4;
+
 /// Out-of-turn bytes held at most: past this the digest is left to a pass of its own.
 const HELD_MAX: usize = 64 << 20;
 
@@ -90,6 +94,8 @@ pub struct DigestOfReads {
     turn: HashMap<String, usize>,
     held: HashMap<usize, Vec<u8>>,
     held_bytes: usize,
+    /// [`HELD_MAX`], but for tests.
+    held_max: usize,
     errors: Vec<LoadError>,
     /// Too much was held: the bytes were let go and the caller reads the files again.
     overflowed: bool,
@@ -121,11 +127,27 @@ impl DigestOfReads {
             turn,
             held: HashMap::new(),
             held_bytes: 0,
+            held_max: HELD_MAX,
             errors: Vec::new(),
             overflowed: false,
         };
         digest.advance();
         Ok(digest)
+    }
+
+    /// Moves the hashing to a thread of `scope`, off the path of the ingest's writer.
+    pub fn on_thread<'scope>(
+        mut self,
+        scope: &'scope std::thread::Scope<'scope, '_>,
+    ) -> DigestThread<'scope> {
+        let (tx, rx) = mpsc::sync_channel::<(String, Vec<u8>)>(IN_FLIGHT);
+        let handle = scope.spawn(move || {
+            for (rel, data) in rx {
+                self.add(&rel, data);
+            }
+            self
+        });
+        DigestThread { tx, handle }
     }
 
     /// The bytes the ingest read from the file at `rel`.
@@ -140,7 +162,7 @@ impl DigestOfReads {
         self.held.insert(i, data);
         if i == self.next {
             self.advance();
-        } else if self.held_bytes > HELD_MAX {
+        } else if self.held_bytes > self.held_max {
             self.overflowed = true;
             self.held = HashMap::new();
         }
@@ -170,6 +192,29 @@ impl DigestOfReads {
             Ok(None)
         } else {
             Ok(Some(self.hasher.finish()))
+        }
+    }
+}
+
+/// A [`DigestOfReads`] running on a thread of its own.
+pub struct DigestThread<'scope> {
+    tx: mpsc::SyncSender<(String, Vec<u8>)>,
+    handle: std::thread::ScopedJoinHandle<'scope, DigestOfReads>,
+}
+
+impl DigestThread<'_> {
+    /// See [`DigestOfReads::add`].
+    pub fn add(&self, rel: String, data: Vec<u8>) {
+        // The thread takes everything until the sender is dropped, so this cannot fail.
+        let _ = self.tx.send((rel, data));
+    }
+
+    /// See [`DigestOfReads::finish`].
+    pub fn finish(self) -> Result<Option<String>, Vec<LoadError>> {
+        drop(self.tx);
+        match self.handle.join() {
+            Ok(digest) => digest.finish(),
+            Err(panic) => std::panic::resume_unwind(panic),
         }
     }
 }
@@ -222,6 +267,21 @@ mod tests {
             reads.finish(),
             Ok(Some(catalog_digest(dir.path(), 7).unwrap()))
         );
+    }
+
+    #[test]
+    fn too_much_out_of_turn_leaves_the_digest_to_a_pass() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("a")).unwrap();
+        std::fs::write(dir.path().join("a/x.json"), "{}").unwrap();
+        std::fs::write(dir.path().join("a-b.json"), "{}").unwrap();
+        let files = crate::catalog::walk::catalog_files(dir.path()).unwrap();
+        let mut reads = DigestOfReads::new(dir.path(), 1, &files).unwrap();
+        reads.held_max = 1;
+        for file in &files {
+            reads.add(&file.rel, file.read().unwrap());
+        }
+        assert_eq!(reads.finish(), Ok(None));
     }
 
     #[test]

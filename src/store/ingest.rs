@@ -5,7 +5,7 @@
 //! rest in memory for validation, so memory is bounded by the largest file, not the catalog.
 //! Everything happens in one transaction on a new file that replaces the target only when
 //! complete: a failed ingest leaves nothing behind.
-use super::digest::{DigestOfReads, catalog_digest};
+use super::digest::{DigestOfReads, DigestThread, catalog_digest};
 use super::encode::{encode_edges, encode_objects, encode_tail};
 use super::schema;
 use crate::api;
@@ -160,7 +160,7 @@ fn load(
         files: files.len(),
         ..Default::default()
     };
-    let mut reads = match digest {
+    let reads = match digest {
         Some(_) => None,
         None => Some(
             DigestOfReads::new(root, schema::CURRENT_VERSION, files).map_err(IngestError::Load)?,
@@ -168,27 +168,32 @@ fn load(
     };
     let keep_data = reads.is_some();
     let parse = |file: &CatalogFile| parse_file(file, keep_data);
-    read_in_order(files, parse, |result| {
-        match result {
-            Ok(file) => {
-                summary.bytes += file.bytes;
-                if let (Some(reads), Some(data)) = (&mut reads, file.data) {
-                    reads.add(&file.rel, data);
+    let (read, reads) = std::thread::scope(|scope| {
+        let reads = reads.map(|r| r.on_thread(scope));
+        let read = read_in_order(files, parse, |result| {
+            match result {
+                Ok(file) => {
+                    summary.bytes += file.bytes;
+                    if let (Some(reads), Some(data)) = (&reads, file.data) {
+                        reads.add(file.rel, data);
+                    }
+                    for doc in file.documents {
+                        writer.add(doc, &mut errors)?;
+                    }
                 }
-                for doc in file.documents {
-                    writer.add(doc, &mut errors)?;
-                }
+                Err(e) => errors.extend(e),
             }
-            Err(e) => errors.extend(e),
-        }
-        Ok::<_, IngestError>(())
-    })?;
+            Ok::<_, IngestError>(())
+        });
+        (read, reads.map(DigestThread::finish))
+    });
+    read?;
     if !errors.is_empty() {
         return Err(IngestError::Load(errors));
     }
     let digest = match reads {
         None => digest.unwrap_or_default().to_owned(),
-        Some(reads) => match reads.finish().map_err(IngestError::Load)? {
+        Some(reads) => match reads.map_err(IngestError::Load)? {
             Some(digest) => digest,
             // The reads came in too far from the digest's order: read again.
             None => catalog_digest(root, schema::CURRENT_VERSION).map_err(IngestError::Load)?,
