@@ -38,6 +38,8 @@ pub enum Source {
     Range { from: u64, to: u64 },
     /// The lines matching a filter after offset `after`.
     Metas { filter: MetasFilter, after: i64 },
+    /// The stored gzip of `/api/v1/all` from chunk `seq` on.
+    Gzip { seq: i64 },
 }
 
 impl Source {
@@ -59,6 +61,10 @@ impl Source {
                             from: from + read as u64,
                             to,
                         })
+                    }
+                    Source::Gzip { seq } => {
+                        let read = content::read_gzip(conn, seq, BATCH_BYTES, &mut batch)?;
+                        (read > 0).then_some(Source::Gzip { seq: seq + read })
                     }
                     Source::Metas { filter, after } => {
                         let last =

@@ -186,13 +186,13 @@ fn whole(
     if method == Method::HEAD {
         return (r, Some(timing));
     }
-    *r.body_mut() = body::stream(
-        http.catalog.clone(),
-        None,
-        Source::Range { from, to },
-        gzip,
-        timing,
-    );
+    // The whole body compressed is stored: a copy, like the uncompressed one.
+    let source = if gzip {
+        Source::Gzip { seq: 0 }
+    } else {
+        Source::Range { from, to }
+    };
+    *r.body_mut() = body::stream(http.catalog.clone(), None, source, false, timing);
     (r, None)
 }
 
