@@ -16,7 +16,7 @@ use tokio_stream::wrappers::ReceiverStream;
 pub type Body = BoxBody<Bytes, std::io::Error>;
 
 /// Bytes read from the index per batch.
-const BATCH_BYTES: usize = 256 << 10;
+const BATCH_BYTES: usize = 1 << 20;
 
 /// catalogd's write timeout: a client that accepts no bytes for this long is cut off.
 const STALL_TIMEOUT: Duration = Duration::from_secs(5 * 60);
