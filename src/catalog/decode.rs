@@ -80,24 +80,35 @@ pub fn describe_load_errors(errors: &[LoadError]) -> String {
 /// Every bad document is reported, not only the first, except where the file's syntax makes
 /// it impossible to find the next document (malformed JSON, a bad YAML separator).
 pub fn parse_documents(file: &str, data: &[u8]) -> Result<Vec<Document>, Vec<LoadError>> {
+    parse_documents_seeing(file, data, &mut |_| {})
+}
+
+/// [`parse_documents`], showing `seen` each document's generic value before it is decoded
+/// (the form the catalogd HTTP API serves).
+pub fn parse_documents_seeing(
+    file: &str,
+    data: &[u8],
+    seen: &mut dyn FnMut(&Value),
+) -> Result<Vec<Document>, Vec<LoadError>> {
     let shared: Arc<str> = Arc::from(file);
     let mut docs = Vec::new();
     let mut errors = Vec::new();
     split_values(data, &mut |raw| match raw {
-        Ok((line, value)) => match decode_document(
-            value,
-            Origin {
+        Ok((line, value)) => {
+            seen(&value);
+            let origin = Origin {
                 file: Arc::clone(&shared),
                 line,
-            },
-        ) {
-            Ok(doc) => docs.push(doc),
-            Err(message) => errors.push(LoadError {
-                file: file.to_owned(),
-                line,
-                message,
-            }),
-        },
+            };
+            match decode_document(value, origin) {
+                Ok(doc) => docs.push(doc),
+                Err(message) => errors.push(LoadError {
+                    file: file.to_owned(),
+                    line,
+                    message,
+                }),
+            }
+        }
         Err((line, message)) => errors.push(LoadError {
             file: file.to_owned(),
             line,

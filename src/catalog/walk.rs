@@ -1,6 +1,6 @@
 //! Walking a catalog directory (catalog-formats.md §A.1): which files hold documents, and
 //! loading them all.
-use super::decode::{LoadError, parse_documents};
+use super::decode::{LoadError, parse_documents_seeing};
 pub use super::file::CatalogFile;
 use super::property;
 use super::types::{DeclarativeConfig, Document};
@@ -27,9 +27,17 @@ pub struct ReadFile {
 /// Reads and decodes one catalog file, bundle manifests included: every command that reads a
 /// catalog reads it here, so that they all accept and refuse the same catalogs.
 pub fn read_file(file: &CatalogFile) -> Result<ReadFile, Vec<LoadError>> {
+    read_file_seeing(file, &mut |_| {})
+}
+
+/// [`read_file`], showing `seen` each document's generic value before it is decoded.
+pub fn read_file_seeing(
+    file: &CatalogFile,
+    seen: &mut dyn FnMut(&serde_json::Value),
+) -> Result<ReadFile, Vec<LoadError>> {
     let data = file.read().map_err(|e| vec![e])?;
     let mut errors = Vec::new();
-    let documents = parse_documents(&file.rel, &data)?
+    let documents = parse_documents_seeing(&file.rel, &data, seen)?
         .into_iter()
         .filter_map(|doc| {
             let objects = match &doc {

@@ -1,6 +1,8 @@
 use super::images::ImageArgs;
 use crate::image::Registry;
-use crate::server::{self, Limits, ResolutionOptions};
+use crate::server::http::HttpOptions;
+use crate::server::tls::TlsConfig;
+use crate::server::{self, Limits, Listeners, ResolutionOptions};
 use crate::source::RemoteLimits;
 use crate::source::image::fetch_as_fbc;
 use crate::store::cache::{self, CacheOptions, OpenIndex, Outcome};
@@ -56,6 +58,8 @@ pub struct ServeArgs {
     #[arg(long, default_value = "10s", value_parser = parse_duration)]
     shutdown_grace: Duration,
     #[command(flatten)]
+    catalogd: CatalogdArgs,
+    #[command(flatten)]
     resolution: ResolutionArgs,
     #[command(flatten)]
     limits: LimitArgs,
@@ -63,6 +67,90 @@ pub struct ServeArgs {
     read_limits: super::ReadLimitArgs,
     #[command(flatten)]
     image: ImageArgs,
+}
+
+/// The OLM v1 catalog HTTP API (catalogd's), served beside the gRPC API from the same index.
+#[derive(Args)]
+#[command(next_help_heading = "OLM v1 catalog HTTP API")]
+struct CatalogdArgs {
+    /// Serve the catalogd API (/catalogs/NAME/api/v1/all and /metas) on this HOST:PORT (or
+    /// port, on all interfaces). Off when not given.
+    #[arg(long, value_name = "HOST:PORT")]
+    http_addr: Option<String>,
+    /// The catalog's name in the URLs. Default: the catalog image's repository name, or the
+    /// catalog directory's name, lower-cased; it must be a DNS-1123 subdomain.
+    #[arg(long, value_name = "NAME")]
+    catalog_name: Option<String>,
+    /// Do not serve /api/v1/metas (served by default; catalogd keeps it behind an alpha gate).
+    #[arg(long)]
+    http_disable_metas: bool,
+    /// Serve HTTPS with this PEM certificate chain (with --tls-key-file).
+    #[arg(long, value_name = "FILE", requires = "http_addr")]
+    tls_cert_file: Option<PathBuf>,
+    /// The PEM private key of --tls-cert-file.
+    #[arg(long, value_name = "FILE", requires = "http_addr")]
+    tls_key_file: Option<PathBuf>,
+    /// HTTP connections open at once; further ones wait in the listen backlog.
+    #[arg(long, default_value_t = 512)]
+    http_max_connections: usize,
+}
+
+impl CatalogdArgs {
+    /// How to serve the API, when asked to, for a catalog read from `source`.
+    fn options(&self, source: &Path) -> Result<Option<HttpOptions>, String> {
+        if self.http_addr.is_none() {
+            return Ok(None);
+        }
+        let tls = match (&self.tls_cert_file, &self.tls_key_file) {
+            (Some(_), None) | (None, Some(_)) => {
+                return Err("--tls-cert-file and --tls-key-file must be used together".into());
+            }
+            (Some(cert), Some(key)) => Some(TlsConfig::load(cert, key).map_err(|e| e.to_string())?),
+            (None, None) => None,
+        };
+        let (name, from) = match &self.catalog_name {
+            Some(name) => (name.clone(), "--catalog-name".to_owned()),
+            None => (
+                default_catalog_name(source),
+                format!("the name of {:?}", source.display().to_string()),
+            ),
+        };
+        let problems = server::http::dns1123_problems(&name);
+        if !problems.is_empty() {
+            let hint = if self.catalog_name.is_none() {
+                "; pass --catalog-name"
+            } else {
+                ""
+            };
+            return Err(format!(
+                "invalid catalog name {name:?} (from {from}): {}{hint}",
+                problems.join("; ")
+            ));
+        }
+        Ok(Some(HttpOptions {
+            catalog_name: name,
+            metas: !self.http_disable_metas,
+            max_connections: self.http_max_connections.max(1),
+            tls,
+        }))
+    }
+}
+
+/// A catalog directory's name, or an image reference's repository name (its last path
+/// segment without tag or digest), lower-cased.
+fn default_catalog_name(source: &Path) -> String {
+    let dir_name = source
+        .is_dir()
+        .then(|| std::fs::canonicalize(source).ok())
+        .flatten()
+        .and_then(|dir| dir.file_name().map(|n| n.to_string_lossy().into_owned()));
+    let name = dir_name.unwrap_or_else(|| {
+        let reference = source.to_string_lossy();
+        let without_digest = reference.split('@').next().unwrap_or_default();
+        let last = without_digest.rsplit('/').next().unwrap_or_default();
+        last.split(':').next().unwrap_or_default().to_owned()
+    });
+    name.to_lowercase()
 }
 
 /// Which other catalog servers a resolution request may make this server read, and what a
@@ -226,6 +314,7 @@ fn serve(args: &ServeArgs, use_http: bool, skip_tls_verify: bool) -> Result<(), 
         .build()
         .map_err(|e| format!("starting the runtime: {e}"))?;
     let source = Source::of(args, use_http, skip_tls_verify)?;
+    let catalogd = args.catalogd.options(&args.source_path)?;
     let cache_dir = args.cache_dir.clone();
     let enforce_integrity = args.cache_enforce_integrity.unwrap_or(false);
     let cache_only = args.cache_only;
@@ -281,9 +370,30 @@ fn serve(args: &ServeArgs, use_http: bool, skip_tls_verify: bool) -> Result<(), 
                 }
                 None => None,
             };
+            let catalogd = match (&args.catalogd.http_addr, catalogd) {
+                (Some(http_addr), Some(options)) => {
+                    let listener = bind(http_addr).await?;
+                    let addr = listener.local_addr().map_err(|e| e.to_string())?;
+                    let scheme = if options.tls.is_some() {
+                        "https"
+                    } else {
+                        "http"
+                    };
+                    info!(
+                        "serving the catalogd API on {scheme}://{addr}/catalogs/{}/api/v1/all",
+                        options.catalog_name
+                    );
+                    Some((listener, options))
+                }
+                _ => None,
+            };
+            let listeners = Listeners {
+                grpc: listener,
+                metrics: metrics_listener,
+                catalogd,
+            };
             server::run(
-                listener,
-                metrics_listener,
+                listeners,
                 load,
                 shutdown,
                 args.shutdown_grace,

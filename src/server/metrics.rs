@@ -1,9 +1,8 @@
 //! What `serve --metrics-addr` exposes: per-call gRPC figures under go-grpc-prometheus's
 //! names and labels (so existing Grafana dashboards work unchanged), catalog facts,
 //! resolution outcomes and remote catalog reads; process figures come from [`super::process`].
-//! The catalogd HTTP API, when it exists, gets its `http_requests_total`, request duration
-//! histogram and bytes sent here too, on the same registry and the same pre-created-handle
-//! scheme.
+//! The catalogd HTTP API gets catalogd's request duration histogram here too, on the same
+//! registry and the same pre-created-handle scheme.
 //!
 //! The hot path never takes a lock: every series a call can touch is created when the
 //! server starts (one handle per method, and per method and code), and a call only bumps
@@ -29,6 +28,14 @@ const GRPC_BUCKETS: &[f64] = &[
 const RESOLUTION_BUCKETS: &[f64] = &[
     0.001, 0.005, 0.025, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0,
 ];
+
+/// catalogd's buckets for `catalogd_http_request_duration_seconds` (catalogd-http.md §7).
+const CATALOGD_HTTP_BUCKETS: &[f64] = &[
+    0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 1.2, 1.6, 2.0, 2.4, 2.8, 3.2, 3.6, 4.0, 10.0,
+];
+
+/// The status codes the catalogd API answers with.
+const CATALOGD_HTTP_CODES: [u16; 11] = [200, 206, 301, 304, 400, 404, 405, 412, 416, 500, 503];
 
 /// Every gRPC status code, in the order of their numbers, as grpc-go spells them.
 const CODES: [&str; 17] = [
@@ -134,6 +141,9 @@ pub struct Metrics {
     resolution_seconds: HistogramVec,
     remote_fetches: IntCounterVec,
     remote_cache_hits: IntCounter,
+    catalogd_http_seconds: HistogramVec,
+    /// Pre-created series of `catalogd_http_seconds`, by code.
+    catalogd_http_codes: HashMap<u16, Histogram>,
 }
 
 /// A registration that fails is a programming error (a duplicate or invalid name), found by
@@ -310,6 +320,27 @@ impl Metrics {
         for outcome in ["ok", "error"] {
             remote_fetches.with_label_values(&[outcome]);
         }
+        let catalogd_http_seconds = registered(
+            &registry,
+            HistogramVec::new(
+                HistogramOpts::new(
+                    "catalogd_http_request_duration_seconds",
+                    "Time to answer a request of the catalogd HTTP API, body included, by status code.",
+                )
+                .buckets(CATALOGD_HTTP_BUCKETS.to_vec()),
+                &["code"],
+            )
+            .expect("valid metric"),
+        );
+        let catalogd_http_codes = CATALOGD_HTTP_CODES
+            .iter()
+            .map(|code| {
+                (
+                    *code,
+                    catalogd_http_seconds.with_label_values(&[&code.to_string()]),
+                )
+            })
+            .collect();
         registry
             .register(Box::new(super::process::ProcessCollector::new()))
             .expect("process metric names are unique");
@@ -327,6 +358,8 @@ impl Metrics {
             resolution_seconds,
             remote_fetches,
             remote_cache_hits,
+            catalogd_http_seconds,
+            catalogd_http_codes,
         }
     }
 
@@ -363,6 +396,17 @@ impl Metrics {
         self.resolution_seconds
             .with_label_values(&[mode])
             .observe(took.as_secs_f64());
+    }
+
+    /// A catalogd API request answered with `code`, `took` from its arrival to its last byte.
+    pub(super) fn catalogd_http_request(&self, code: u16, took: Duration) {
+        match self.catalogd_http_codes.get(&code) {
+            Some(histogram) => histogram.observe(took.as_secs_f64()),
+            None => self
+                .catalogd_http_seconds
+                .with_label_values(&[&code.to_string()])
+                .observe(took.as_secs_f64()),
+        }
     }
 
     /// The text exposition format (version 0.0.4).

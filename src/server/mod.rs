@@ -6,19 +6,22 @@
 //! says NOT_SERVING until the index is open, and registry calls wait for it. SIGTERM or
 //! SIGINT stops accepting, lets in-flight calls and streams finish (up to a grace period)
 //! and returns. With a metrics listener, Prometheus metrics and HTTP probes are served
-//! there, stopped by the same signal and ready at the same moment.
+//! there; with a catalogd listener, the OLM v1 catalog HTTP API (see `http`): both are
+//! stopped by the same signal and ready at the same moment.
 mod calls;
 mod connection;
 mod endpoint;
 mod error;
 mod experimental;
 mod health;
+pub mod http;
 mod limits;
 mod metrics;
 mod process;
 mod registry;
 mod resolution;
-mod serving;
+pub(crate) mod serving;
+pub mod tls;
 
 pub use error::Error;
 pub use limits::Limits;
@@ -45,14 +48,21 @@ const KEEPALIVE_TIMEOUT: Duration = Duration::from_secs(20);
 /// Largest header block a request may send.
 const MAX_HEADER_LIST_BYTES: u32 = 64 << 10;
 
-/// Serves on `listener` the catalog that `load` opens (on a blocking thread) until
+/// The sockets a server listens on, bound by the caller.
+pub struct Listeners {
+    pub grpc: TcpListener,
+    /// Metrics and HTTP probes (see `endpoint`).
+    pub metrics: Option<TcpListener>,
+    /// The catalogd HTTP API, and how it is served.
+    pub catalogd: Option<(TcpListener, http::HttpOptions)>,
+}
+
+/// Serves on `listeners` the catalog that `load` opens (on a blocking thread) until
 /// `shutdown` resolves (see `shutdown_signal`), every client within `limits`; `resolution`
-/// says which other catalog servers the resolution service may read and how. With
-/// `metrics_listener`, metrics are recorded and served there (see `endpoint`). An error means
+/// says which other catalog servers the resolution service may read and how. An error means
 /// the catalog could not be loaded.
 pub async fn run<L>(
-    listener: TcpListener,
-    metrics_listener: Option<TcpListener>,
+    listeners: Listeners,
     load: L,
     shutdown: impl std::future::Future<Output = ()>,
     grace: Duration,
@@ -76,6 +86,11 @@ where
     let reflection_v1 = reflection().build_v1()?;
     let reflection_v1alpha = reflection().build_v1alpha()?;
 
+    let Listeners {
+        grpc: listener,
+        metrics: metrics_listener,
+        catalogd,
+    } = listeners;
     let metrics = metrics_listener.as_ref().map(|_| {
         Arc::new(Metrics::new(&[
             crate::api::FILE_DESCRIPTOR_SET,
@@ -110,7 +125,7 @@ where
         )
         .add_service(
             ResolutionServer::new(resolution::ResolutionService::new(
-                catalog,
+                catalog.clone(),
                 resolution,
                 metrics.clone(),
             ))
@@ -124,6 +139,16 @@ where
     let mut server = tokio::spawn(router.serve_with_incoming_shutdown(incoming, async move {
         let _ = grpc_stop.wait_for(|stopping| *stopping).await;
     }));
+    let mut catalogd = match catalogd {
+        Some((listener, options)) => tokio::spawn(http::serve(
+            listener,
+            catalog,
+            options,
+            metrics.clone(),
+            stop_rx.clone(),
+        )),
+        None => tokio::spawn(async {}),
+    };
     if let (Some(listener), Some(metrics)) = (metrics_listener, &metrics) {
         tokio::spawn(endpoint::serve(
             listener,
@@ -180,8 +205,9 @@ where
     health_tx.send_replace(ServingStatus::NotServing);
     drop(health_tx);
     stop_tx.send_replace(true);
-    match tokio::time::timeout(grace, &mut server).await {
-        Ok(Ok(Ok(()))) => info!("stopped"),
+    let deadline = tokio::time::Instant::now() + grace;
+    match tokio::time::timeout_at(deadline, &mut server).await {
+        Ok(Ok(Ok(()))) => {}
         Ok(Ok(Err(e))) => error!("server error while stopping: {e}"),
         Ok(Err(e)) => error!("server task failed: {e}"),
         Err(_) => {
@@ -192,6 +218,17 @@ where
             server.abort();
         }
     }
+    if tokio::time::timeout_at(deadline, &mut catalogd)
+        .await
+        .is_err()
+    {
+        warn!(
+            grace_secs = grace.as_secs(),
+            "catalogd API downloads still running after the grace period; closing them"
+        );
+        catalogd.abort();
+    }
+    info!("stopped");
     Ok(())
 }
 

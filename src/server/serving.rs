@@ -73,6 +73,11 @@ pub type Paged = dyn Fn(&Connection, i64, &mut dyn FnMut(i64, Bytes) -> bool) ->
     + Sync;
 
 impl ServedCatalog {
+    /// The catalog if it is loaded, without waiting for it.
+    pub(super) fn loaded(&self) -> Option<Arc<Store>> {
+        self.rx.borrow().clone()
+    }
+
     pub(super) async fn store(&self) -> Result<Arc<Store>, Status> {
         let mut rx = self.rx.clone();
         let ready = rx

@@ -5,14 +5,15 @@
 //! rest in memory for validation, so memory is bounded by the largest file, not the catalog.
 //! Everything happens in one transaction on a new file that replaces the target only when
 //! complete: a failed ingest leaves nothing behind.
+use super::content::{ContentWriter, Line};
 use super::digest::{DigestOfReads, DigestThread, catalog_digest};
 use super::encode::{encode_edges, encode_objects, encode_tail};
-use super::schema;
+use super::schema::{self, Stage};
 use crate::api;
 use crate::catalog::decode::{LoadError, describe_load_errors};
 use crate::catalog::model::{Model, ModelPackage, ValidationError};
 use crate::catalog::property::{self, Typed};
-use crate::catalog::walk::{CatalogFile, read_file, read_in_order};
+use crate::catalog::walk::{CatalogFile, read_file_seeing, read_in_order};
 use crate::catalog::{self, Bundle, ChannelEntry, DeclarativeConfig, Document, Gvk, Meta};
 use prost::Message;
 use rusqlite::{Connection, params};
@@ -83,6 +84,8 @@ struct ParsedFile {
     data: Option<Vec<u8>>,
     bytes: u64,
     documents: Vec<Parsed>,
+    /// The documents' catalogd lines.
+    lines: Vec<Line>,
 }
 
 /// The name of the file an ingest writes before renaming it into place: `.index-*.db.partial`,
@@ -119,9 +122,9 @@ pub fn build_index(
              PRAGMA cache_size = -16384; PRAGMA temp_store = MEMORY;",
         )?;
         let tx = conn.transaction()?;
-        schema::migrate(&tx, 1)?;
+        schema::migrate(&tx, Stage::Tables)?;
         let summary = load(catalog, &files, &tx, digest)?;
-        schema::migrate(&tx, schema::CURRENT_VERSION)?;
+        schema::migrate(&tx, Stage::Complete)?;
         tx.commit()?;
         conn.close().map_err(|(_, e)| IngestError::from(e))?;
         Ok(summary)
@@ -155,6 +158,7 @@ fn load(
     digest: Option<&str>,
 ) -> Result<Summary, IngestError> {
     let mut writer = Writer::new(conn)?;
+    let mut content = ContentWriter::new(conn)?;
     let mut errors = Vec::new();
     let mut summary = Summary {
         files: files.len(),
@@ -180,6 +184,9 @@ fn load(
                     for doc in file.documents {
                         writer.add(doc, &mut errors)?;
                     }
+                    for line in &file.lines {
+                        content.add(line)?;
+                    }
                 }
                 Err(e) => errors.extend(e),
             }
@@ -199,6 +206,7 @@ fn load(
             None => catalog_digest(root, schema::CURRENT_VERSION).map_err(IngestError::Load)?,
         },
     };
+    content.finish(conn)?;
     let Writer {
         dc,
         manifests,
@@ -230,7 +238,8 @@ fn load(
 
 /// A file as the writer takes it: each bundle's manifests split off its properties.
 fn parse_file(file: &CatalogFile, keep_data: bool) -> Result<ParsedFile, Vec<LoadError>> {
-    let read = read_file(file)?;
+    let mut lines = Vec::new();
+    let read = read_file_seeing(file, &mut |doc| lines.push(Line::of(doc)))?;
     let documents = read
         .documents
         .into_iter()
@@ -254,6 +263,7 @@ fn parse_file(file: &CatalogFile, keep_data: bool) -> Result<ParsedFile, Vec<Loa
         bytes: read.data.len() as u64,
         data: keep_data.then_some(read.data),
         documents,
+        lines,
     })
 }
 

@@ -2,6 +2,7 @@
 //! read-only by the server. Responses are stored encoded (see `encode`), so serving is a
 //! lookup plus a write.
 pub mod cache;
+pub mod content;
 pub mod digest;
 mod encode;
 pub mod ingest;

@@ -2,7 +2,7 @@
 use crate::common::proxy;
 use crate::common::registry;
 
-use crate::common::{Server, generated_catalog};
+use crate::common::{Server, generated_catalog, silent_registry};
 use olm_registry::api::{GetPackageRequest, ListBundlesRequest};
 use registry::TestRegistry;
 use std::path::Path;
@@ -321,15 +321,7 @@ async fn sigterm_during_the_ingest_exits_and_leaves_no_partial_index() {
 /// process does not wait for the pull.
 #[tokio::test]
 async fn sigterm_during_a_stuck_image_pull_exits() {
-    let registry = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let host = registry.local_addr().unwrap().to_string();
-    // Accepts connections and never says a word.
-    let _held = std::thread::spawn(move || {
-        let mut open = Vec::new();
-        for conn in registry.incoming() {
-            open.push(conn);
-        }
-    });
+    let host = silent_registry();
     let image = format!("{host}/catalogs/stuck:v1");
     let mut server = Server::start(
         Path::new(&image),

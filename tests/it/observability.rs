@@ -12,7 +12,7 @@ use std::io::Write;
 use std::process::{Command, Stdio};
 
 /// The metrics address a server announced.
-fn metrics_addr(server: &Server) -> String {
+pub(crate) fn metrics_addr(server: &Server) -> String {
     let log = server.log();
     log.split("serving metrics on http://")
         .nth(1)

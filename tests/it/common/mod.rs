@@ -1,6 +1,7 @@
 //! Test harness: runs the real `olm-registry` binary on an ephemeral 127.0.0.1 port and talks
 //! to it with real gRPC clients.
 
+pub mod pki;
 pub mod prometheus;
 pub mod proxy;
 pub mod registry;
@@ -325,4 +326,18 @@ pub fn generated_catalog(dir: &Path, n: usize, manifest_bytes: usize) {
         out.push('\n');
     }
     write(&dir.join("big/catalog.json"), &out);
+}
+
+/// The address of a registry that accepts connections and never says a word: a catalog image
+/// pulled from it keeps the server loading.
+pub fn silent_registry() -> String {
+    let registry = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let host = registry.local_addr().unwrap().to_string();
+    std::thread::spawn(move || {
+        let mut open = Vec::new();
+        for conn in registry.incoming() {
+            open.push(conn);
+        }
+    });
+    host
 }

@@ -1,0 +1,419 @@
+//! The catalog as catalogd's HTTP API (OLM v1) serves it: every document, in walk order, as
+//! one line of compact key-sorted JSON (catalogd-http.md §2), stored at ingest with its byte
+//! offset in `/api/v1/all` and its `schema`, `package` and `name` for `/api/v1/metas`. A
+//! request reads stored lines; nothing is re-encoded and nothing scans the catalog for a
+//! filter.
+use super::QueryError;
+use super::ingest::IngestError;
+use crate::catalog::json::write_canonical;
+use flate2::Compression;
+use flate2::write::GzEncoder;
+use rusqlite::{Connection, Statement, params};
+use serde_json::Value;
+use std::io::Write;
+use std::sync::mpsc;
+
+/// One document as catalogd stores it.
+pub struct Line {
+    /// The canonical JSON text and its `\n`.
+    text: String,
+    schema: String,
+    package: String,
+    name: String,
+}
+
+impl Line {
+    /// The line of a decoded document. `schema`, `package` and `name` are found as the
+    /// decoder finds them (case-insensitively); the text keeps the source's spelling of keys.
+    pub fn of(doc: &Value) -> Line {
+        let mut text = String::new();
+        write_canonical(doc, &mut text);
+        text.push('\n');
+        let field = |key: &str| {
+            doc.as_object()
+                .and_then(|map| {
+                    map.iter()
+                        .find(|(k, _)| k.eq_ignore_ascii_case(key))
+                        .and_then(|(_, v)| v.as_str())
+                })
+                .unwrap_or_default()
+                .to_owned()
+        };
+        Line {
+            schema: field("schema"),
+            package: field("package"),
+            name: field("name"),
+            text,
+        }
+    }
+}
+
+/// Appends lines in walk order during an ingest, and gzips `/api/v1/all` beside it on a
+/// thread of its own, so that the compression overlaps the reading of the catalog.
+pub(super) struct ContentWriter<'c> {
+    insert: Statement<'c>,
+    insert_gzip: Statement<'c>,
+    offset: i64,
+    chunks: i64,
+    to_gzip: Option<mpsc::SyncSender<Vec<u8>>>,
+    gzipped: mpsc::Receiver<Vec<u8>>,
+    gzip: Option<std::thread::JoinHandle<std::io::Result<()>>>,
+}
+
+/// Size of the stored gzip chunks (the last one is shorter).
+const GZIP_CHUNK: usize = 256 << 10;
+
+impl<'c> ContentWriter<'c> {
+    pub(super) fn new(conn: &'c Connection) -> rusqlite::Result<Self> {
+        // Lines waiting for the compressor are bounded; compressed chunks are taken by every
+        // `add`, so neither side holds more than a few chunks.
+        let (to_gzip, lines) = mpsc::sync_channel::<Vec<u8>>(64);
+        let (chunks, gzipped) = mpsc::channel();
+        let gzip = std::thread::spawn(move || compress(lines, chunks));
+        Ok(ContentWriter {
+            insert: conn.prepare(
+                "INSERT INTO content_line (offset, schema, package, name, line) VALUES (?1, ?2, ?3, ?4, ?5)",
+            )?,
+            insert_gzip: conn.prepare("INSERT INTO content_gzip (seq, data) VALUES (?1, ?2)")?,
+            offset: 0,
+            chunks: 0,
+            to_gzip: Some(to_gzip),
+            gzipped,
+            gzip: Some(gzip),
+        })
+    }
+
+    pub(super) fn add(&mut self, line: &Line) -> rusqlite::Result<()> {
+        self.insert.execute(params![
+            self.offset,
+            line.schema,
+            line.package,
+            line.name,
+            line.text.as_bytes()
+        ])?;
+        self.offset += line.text.len() as i64;
+        // A compressor that has stopped has failed; `finish` reports why.
+        if let Some(to_gzip) = &self.to_gzip {
+            let _ = to_gzip.send(line.text.as_bytes().to_vec());
+        }
+        while let Ok(chunk) = self.gzipped.try_recv() {
+            self.store_chunk(&chunk)?;
+        }
+        Ok(())
+    }
+
+    fn store_chunk(&mut self, chunk: &[u8]) -> rusqlite::Result<()> {
+        self.insert_gzip.execute(params![self.chunks, chunk])?;
+        self.chunks += 1;
+        Ok(())
+    }
+
+    /// Stores the rest of the gzip stream, the length of `/api/v1/all`, and when it was built
+    /// (what `Last-Modified` says, kept with the index so that a warm start says the same).
+    pub(super) fn finish(mut self, conn: &Connection) -> Result<(), IngestError> {
+        drop(self.to_gzip.take());
+        let compressed = self.gzip.take().map(|thread| thread.join());
+        while let Ok(chunk) = self.gzipped.try_recv() {
+            self.store_chunk(&chunk)?;
+        }
+        match compressed {
+            Some(Ok(Ok(()))) | None => {}
+            Some(Ok(Err(e))) => {
+                return Err(IngestError::Storage(format!(
+                    "compressing the catalog: {e}"
+                )));
+            }
+            Some(Err(_)) => {
+                return Err(IngestError::Storage(
+                    "the catalog compressor failed".to_owned(),
+                ));
+            }
+        }
+        let built = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        let mut info = conn.prepare("INSERT INTO info (key, value) VALUES (?1, ?2)")?;
+        info.execute(params![CONTENT_BYTES, self.offset.to_string()])?;
+        info.execute(params![BUILT_AT, built.to_string()])?;
+        Ok(())
+    }
+}
+
+/// Gzips the lines it receives into one stream, sending it on in chunks of [`GZIP_CHUNK`].
+/// The fast level: the catalog is mostly base64 manifests, which the slower levels shrink
+/// little more, and the compression must keep up with the ingest.
+fn compress(lines: mpsc::Receiver<Vec<u8>>, chunks: mpsc::Sender<Vec<u8>>) -> std::io::Result<()> {
+    let mut gz = GzEncoder::new(Vec::with_capacity(GZIP_CHUNK * 2), Compression::fast());
+    for line in lines {
+        gz.write_all(&line)?;
+        if gz.get_ref().len() >= GZIP_CHUNK {
+            let full = std::mem::replace(gz.get_mut(), Vec::with_capacity(GZIP_CHUNK * 2));
+            for chunk in full.chunks(GZIP_CHUNK) {
+                let _ = chunks.send(chunk.to_vec());
+            }
+        }
+    }
+    let rest = gz.finish()?;
+    for chunk in rest.chunks(GZIP_CHUNK) {
+        let _ = chunks.send(chunk.to_vec());
+    }
+    Ok(())
+}
+
+const CONTENT_BYTES: &str = "content_bytes";
+const BUILT_AT: &str = "built_at";
+
+fn blob<'r>(row: &'r rusqlite::Row<'_>, column: usize) -> rusqlite::Result<&'r [u8]> {
+    row.get_ref(column)?
+        .as_blob()
+        .map_err(rusqlite::Error::from)
+}
+
+/// What every response about the content says.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ContentFacts {
+    /// The length of `/api/v1/all`.
+    pub length: u64,
+    /// When the index was built, in seconds since the Unix epoch.
+    pub built_at: u64,
+}
+
+pub fn facts(conn: &Connection) -> Result<ContentFacts, QueryError> {
+    let number = |key: &str| -> Result<u64, QueryError> {
+        let text: String = conn
+            .query_row("SELECT value FROM info WHERE key = ?1", [key], |r| r.get(0))
+            .map_err(|e| QueryError::Storage(format!("index info {key}: {e}")))?;
+        text.parse()
+            .map_err(|_| QueryError::Storage(format!("index info {key}: not a number: {text:?}")))
+    };
+    Ok(ContentFacts {
+        length: number(CONTENT_BYTES)?,
+        built_at: number(BUILT_AT)?,
+    })
+}
+
+/// Appends to `out` the bytes of `/api/v1/all` from `from` up to `to` (exclusive), stopping
+/// after the line that brings `out` to `budget` bytes or more. Returns how many bytes it
+/// appended; fewer than asked for only when the budget ran out.
+pub fn read_range(
+    conn: &Connection,
+    from: u64,
+    to: u64,
+    budget: usize,
+    out: &mut Vec<u8>,
+) -> Result<usize, QueryError> {
+    let start = out.len();
+    // The line holding `from` starts at the greatest offset not after it.
+    let mut stmt = conn.prepare_cached(
+        "SELECT offset, line FROM content_line
+         WHERE offset >= (SELECT coalesce(max(offset), 0) FROM content_line WHERE offset <= ?1)
+           AND offset < ?2
+         ORDER BY offset",
+    )?;
+    let mut rows = stmt.query(params![from as i64, to as i64])?;
+    while let Some(row) = rows.next()? {
+        let offset = row.get::<_, i64>(0)? as u64;
+        let line = blob(row, 1)?;
+        let end = offset + line.len() as u64;
+        let lo = from.saturating_sub(offset) as usize;
+        let hi = (end.min(to) - offset) as usize;
+        if lo < hi {
+            out.extend_from_slice(&line[lo..hi]);
+        }
+        if out.len() - start >= budget {
+            break;
+        }
+    }
+    Ok(out.len() - start)
+}
+
+/// Appends to `out` the stored gzip chunks of `/api/v1/all` from chunk `from` on, stopping
+/// once `out` has `budget` bytes or more. Returns how many chunks it appended.
+pub fn read_gzip(
+    conn: &Connection,
+    from: i64,
+    budget: usize,
+    out: &mut Vec<u8>,
+) -> Result<i64, QueryError> {
+    let start = out.len();
+    let mut stmt =
+        conn.prepare_cached("SELECT data FROM content_gzip WHERE seq >= ?1 ORDER BY seq")?;
+    let mut rows = stmt.query([from])?;
+    let mut read = 0;
+    while let Some(row) = rows.next()? {
+        out.extend_from_slice(blob(row, 0)?);
+        read += 1;
+        if out.len() - start >= budget {
+            break;
+        }
+    }
+    Ok(read)
+}
+
+/// A `/api/v1/metas` filter: the documents whose fields equal every value given.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct MetasFilter {
+    pub schema: Option<String>,
+    pub package: Option<String>,
+    pub name: Option<String>,
+}
+
+impl MetasFilter {
+    pub fn is_empty(&self) -> bool {
+        self.schema.is_none() && self.package.is_none() && self.name.is_none()
+    }
+}
+
+/// Appends to `out` the lines matching `filter` after offset `after` (exclusive), in offset
+/// order, stopping after the line that brings `out` to `budget` bytes or more. Returns the
+/// offset of the last line appended, or `None` when there are no more.
+pub fn read_metas(
+    conn: &Connection,
+    filter: &MetasFilter,
+    after: i64,
+    budget: usize,
+    out: &mut Vec<u8>,
+) -> Result<Option<i64>, QueryError> {
+    let start = out.len();
+    let fields = [
+        ("schema", &filter.schema),
+        ("package", &filter.package),
+        ("name", &filter.name),
+    ];
+    // One statement per combination of filters, so that each can use its index (a
+    // `?1 IS NULL OR schema = ?1` form could use none).
+    let mut sql = String::from("SELECT offset, line FROM content_line WHERE offset > ?1");
+    let mut values: Vec<&str> = Vec::new();
+    for (column, value) in fields {
+        if let Some(value) = value {
+            values.push(value);
+            sql.push_str(&format!(" AND {column} = ?{}", values.len() + 1));
+        }
+    }
+    sql.push_str(" ORDER BY offset");
+    let mut stmt = conn.prepare_cached(&sql)?;
+    let mut bound: Vec<&dyn rusqlite::ToSql> = vec![&after];
+    bound.extend(values.iter().map(|v| v as &dyn rusqlite::ToSql));
+    let mut rows = stmt.query(bound.as_slice())?;
+    let mut last = None;
+    while let Some(row) = rows.next()? {
+        last = Some(row.get::<_, i64>(0)?);
+        out.extend_from_slice(blob(row, 1)?);
+        if out.len() - start >= budget {
+            break;
+        }
+    }
+    Ok(last)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::schema::{Stage, migrate};
+
+    fn store(docs: &[Value]) -> Connection {
+        let conn = Connection::open_in_memory().unwrap();
+        migrate(&conn, Stage::Complete).unwrap();
+        let mut writer = ContentWriter::new(&conn).unwrap();
+        for doc in docs {
+            writer.add(&Line::of(doc)).unwrap();
+        }
+        writer.finish(&conn).unwrap();
+        conn
+    }
+
+    #[test]
+    fn ranges_cross_lines_and_stop_at_the_budget() {
+        let conn = store(&[
+            serde_json::json!({"schema": "a", "name": "x"}),
+            serde_json::json!({"Schema": "b", "package": "p", "z": "<&>"}),
+        ]);
+        let all = "{\"name\":\"x\",\"schema\":\"a\"}\n{\"Schema\":\"b\",\"package\":\"p\",\"z\":\"<&>\"}\n";
+        let facts = facts(&conn).unwrap();
+        assert_eq!(facts.length, all.len() as u64);
+        let mut out = Vec::new();
+        assert_eq!(
+            read_range(&conn, 0, facts.length, 1 << 20, &mut out).unwrap(),
+            all.len()
+        );
+        assert_eq!(out, all.as_bytes());
+        out.clear();
+        read_range(&conn, 20, 40, 1 << 20, &mut out).unwrap();
+        assert_eq!(out, &all.as_bytes()[20..40]);
+        // A budget of one byte still appends the whole first line (from where it starts).
+        out.clear();
+        let first_end = all.find('\n').unwrap() + 1;
+        assert_eq!(
+            read_range(&conn, 3, facts.length, 1, &mut out).unwrap(),
+            first_end - 3
+        );
+        assert_eq!(out, &all.as_bytes()[3..first_end]);
+        out.clear();
+        assert_eq!(
+            read_range(&conn, facts.length, facts.length, 1, &mut out).unwrap(),
+            0
+        );
+    }
+
+    #[test]
+    fn the_stored_gzip_inflates_to_the_whole() {
+        let docs: Vec<Value> = (0..5000)
+            .map(|i| serde_json::json!({"schema": "s", "name": format!("n{i}"), "x": i * 7919 % 1000}))
+            .collect();
+        let conn = store(&docs);
+        let facts = facts(&conn).unwrap();
+        let mut all = Vec::new();
+        read_range(&conn, 0, facts.length, usize::MAX, &mut all).unwrap();
+        let mut gz = Vec::new();
+        let mut next = 0;
+        loop {
+            let read = read_gzip(&conn, next, 1, &mut gz).unwrap();
+            if read == 0 {
+                break;
+            }
+            next += read;
+        }
+        let mut inflated = Vec::new();
+        std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(&gz[..]), &mut inflated)
+            .unwrap();
+        assert_eq!(inflated, all);
+        assert_eq!(all.len() as u64, facts.length);
+    }
+
+    #[test]
+    fn metas_filters_are_anded_and_case_insensitive_keys_are_found() {
+        let conn = store(&[
+            serde_json::json!({"schema": "olm.package", "name": "p"}),
+            serde_json::json!({"Schema": "olm.channel", "PACKAGE": "p", "name": "s"}),
+            serde_json::json!({"schema": "olm.bundle", "package": "p", "name": "b"}),
+        ]);
+        let query = |filter: MetasFilter| {
+            let mut out = Vec::new();
+            read_metas(&conn, &filter, -1, 1 << 20, &mut out).unwrap();
+            String::from_utf8(out).unwrap()
+        };
+        assert_eq!(
+            query(MetasFilter {
+                package: Some("p".into()),
+                ..Default::default()
+            }),
+            "{\"PACKAGE\":\"p\",\"Schema\":\"olm.channel\",\"name\":\"s\"}\n{\"name\":\"b\",\"package\":\"p\",\"schema\":\"olm.bundle\"}\n"
+        );
+        assert_eq!(
+            query(MetasFilter {
+                schema: Some("olm.package".into()),
+                name: Some("p".into()),
+                ..Default::default()
+            }),
+            "{\"name\":\"p\",\"schema\":\"olm.package\"}\n"
+        );
+        assert_eq!(
+            query(MetasFilter {
+                schema: Some("olm.package".into()),
+                package: Some("p".into()),
+                ..Default::default()
+            }),
+            ""
+        );
+    }
+}
