@@ -11,7 +11,7 @@ use olm_registry::catalog::types::{DeclarativeConfig, Property};
 use olm_registry::catalog::walk::load_dir;
 use olm_registry::resolve::classic::{
     CatalogSource, ClassicError, ClassicRequest, InstalledCsv, PreparedCatalog, Subscription,
-    resolve, resolve_prepared,
+    resolve_namespace, resolve_prepared,
 };
 use olm_registry::resolve::solver::SolveError;
 use std::time::{Duration, Instant};
@@ -69,7 +69,7 @@ fn bench_dir(dir: &str, subscriptions: usize, runs: usize) {
     let catalogs = [&prepared];
 
     let request = request(&dc, &packages, Vec::new());
-    let (cold, result) = timed(runs.min(5), || resolve(&request));
+    let (cold, result) = timed(runs.min(5), || resolve_namespace(&request));
     let resolved = result.unwrap_or_else(|e| panic!("{dir}: expected a resolution, got {e}"));
     let (warm, again) = timed(runs, || resolve_prepared(&request, &catalogs));
     assert_eq!(
@@ -92,7 +92,7 @@ fn bench_dir(dir: &str, subscriptions: usize, runs: usize) {
 
     let installed = vec![api_squatter(&dc, &packages[0])];
     let request = self::request(&dc, &packages, installed);
-    let (cold, result) = timed(runs.min(5), || resolve(&request));
+    let (cold, result) = timed(runs.min(5), || resolve_namespace(&request));
     let (warm, again) = timed(runs.min(5), || resolve_prepared(&request, &catalogs));
     assert_eq!(again, result, "prepared and cold explanations differ");
     match result {

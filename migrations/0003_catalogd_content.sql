@@ -17,3 +17,10 @@ CREATE TABLE content_line (
 CREATE INDEX content_by_schema ON content_line (schema, offset);
 CREATE INDEX content_by_package ON content_line (package, offset);
 CREATE INDEX content_by_name ON content_line (name, offset);
+
+-- /api/v1/all gzip-compressed once at ingest, as one gzip stream cut into chunks in order, so
+-- that a compressed download is a copy of stored bytes like an uncompressed one.
+CREATE TABLE content_gzip (
+    seq  INTEGER PRIMARY KEY,
+    data BLOB NOT NULL
+);

@@ -9,6 +9,7 @@ pub mod mirror;
 pub mod progress;
 pub mod resolve;
 pub mod server;
+pub mod source;
 pub mod store;
 pub mod unfinished;
 

@@ -2,7 +2,7 @@
 //! JSON value it was decoded to: only a handful of fields matter, and the object itself is
 //! emitted as an `olm.bundle.object` byte-for-byte as decoded.
 use crate::catalog::json::canonical;
-use crate::catalog::{Icon, Property, RelatedImage};
+use crate::catalog::{Gvk, Icon, Property, RelatedImage};
 use base64::Engine;
 use serde_json::Value;
 
@@ -11,23 +11,6 @@ pub const KIND: &str = "ClusterServiceVersion";
 /// Annotation carrying extra bundle properties as a JSON array text.
 const PROPERTIES_ANNOTATION: &str = "olm.properties";
 const SKIP_RANGE_ANNOTATION: &str = "olm.skipRange";
-
-/// A group/version/kind as the `olm.gvk` and `olm.gvk.required` properties hold it.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub struct Gvk {
-    pub group: String,
-    pub version: String,
-    pub kind: String,
-}
-
-impl Gvk {
-    /// The property value text (keys already in byte order, as canonical JSON wants).
-    pub fn value_text(&self) -> String {
-        canonical(&serde_json::json!({
-            "group": self.group, "kind": self.kind, "version": self.version
-        }))
-    }
-}
 
 /// A string field, or `""` when it is absent or not a string.
 pub fn str_at<'a>(v: &'a Value, pointer: &str) -> &'a str {

@@ -1,8 +1,9 @@
 //! A registry+v1 bundle directory (catalog-formats.md §C.1): `manifests/` and `metadata/`.
-use super::csv::{self, Gvk};
+use super::csv;
 use super::dependencies;
 use super::manifests::{self, Manifest};
 use super::metadata::{self, Metadata, REGISTRY_V1};
+use crate::catalog::Gvk;
 use serde_json::Value;
 use std::fmt;
 use std::path::Path;

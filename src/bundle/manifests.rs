@@ -1,6 +1,7 @@
 //! The Kubernetes objects of a bundle (catalog-formats.md §C.5): reading a directory of
 //! manifests, the APIs a CRD provides, and the `olm.bundle.object` encoding of an object.
-use super::csv::{self, Gvk};
+use super::csv;
+use crate::catalog::Gvk;
 use crate::catalog::decode::yaml_to_json;
 use crate::catalog::json::canonical;
 use crate::catalog::{Property, property};

@@ -7,8 +7,8 @@
 //!   [`render`] turns it into an `olm.bundle`, [`template`] names its image.
 //! - [`dependencies`] and [`content`] are the bundle checks of `opm alpha bundle validate`.
 //! - [`migrate`] holds the FBC migrations (`--migrate-level`).
-//! - [`package_manifests`] and [`sqlite`] convert the legacy catalog formats; [`source`]
-//!   tells the input kinds apart for `render` and `migrate`.
+//! - [`package_manifests`] and [`sqlite`] convert the legacy catalog formats (telling the
+//!   input kinds apart is [`crate::source::disk`]'s).
 pub mod content;
 pub mod csv;
 pub mod dependencies;
@@ -18,6 +18,5 @@ pub mod metadata;
 pub mod migrate;
 pub mod package_manifests;
 pub mod render;
-pub mod source;
 pub mod sqlite;
 pub mod template;

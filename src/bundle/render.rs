@@ -1,9 +1,10 @@
 //! A bundle directory rendered to an `olm.bundle` (catalog-formats.md §C.6), and the pieces
 //! of that rendering the legacy formats share.
-use super::csv::{self, Gvk};
+use super::csv;
 use super::dir::BundleDir;
 use super::manifests::{self, object_property};
 use super::metadata::Item;
+use crate::catalog::Gvk;
 use crate::catalog::json::write_string;
 use crate::catalog::{Bundle, Origin, Property, RelatedImage, property};
 use serde_json::Value;

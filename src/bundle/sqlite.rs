@@ -2,13 +2,14 @@
 //! did at v1.26.4. Schema v13 is the reference; older databases lack some tables and columns
 //! (`properties`, `dependencies`, `deprecated`, the graph columns of `operatorbundle`), so the
 //! reader asks the database what it has and falls back to the CSV or the API tables.
-use super::csv::{self, Gvk};
+use super::csv;
 use super::manifests::object_property;
 use super::metadata::Item;
 use super::render::{
     dependency_property, finish_properties, gvk_property, gvk_required_property, package_property,
     related_images,
 };
+use crate::catalog::Gvk;
 use crate::catalog::{
     Bundle, Channel, ChannelEntry, DeclarativeConfig, Origin, Package, Property, RelatedImage,
     property,

@@ -3,7 +3,7 @@
 use super::decode::{LoadError, yaml_to_json};
 use super::fields::{At, check_std_base64, for_each_field, value_type_error};
 use super::json::canonical;
-use super::types::{Bundle, Property};
+use super::types::{Bundle, Gvk, Property};
 use base64::Engine;
 use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
 use serde_json::{Map, Value};
@@ -30,16 +30,8 @@ pub enum Typed {
         package_name: String,
         version_range: String,
     },
-    Gvk {
-        group: String,
-        kind: String,
-        version: String,
-    },
-    GvkRequired {
-        group: String,
-        kind: String,
-        version: String,
-    },
+    Gvk(Gvk),
+    GvkRequired(Gvk),
     /// Channel-scoped internal property.
     Channel {
         channel_name: String,
@@ -96,27 +88,8 @@ pub fn parse(p: &Property) -> Result<Typed, String> {
                 version_range,
             }
         }
-        GVK => {
-            let [group, kind, version] =
-                strings(decode("property.GVK")?, "GVK", ["group", "kind", "version"])?;
-            Typed::Gvk {
-                group,
-                kind,
-                version,
-            }
-        }
-        GVK_REQUIRED => {
-            let [group, kind, version] = strings(
-                decode("property.GVKRequired")?,
-                "GVKRequired",
-                ["group", "kind", "version"],
-            )?;
-            Typed::GvkRequired {
-                group,
-                kind,
-                version,
-            }
-        }
+        GVK => Typed::Gvk(gvk(decode("property.GVK")?, "GVK")?),
+        GVK_REQUIRED => Typed::GvkRequired(gvk(decode("property.GVKRequired")?, "GVKRequired")?),
         CHANNEL => {
             let [channel_name] = strings(decode("property.Channel")?, "Channel", ["channelName"])?;
             Typed::Channel { channel_name }
@@ -148,6 +121,16 @@ pub fn parse(p: &Property) -> Result<Typed, String> {
 }
 
 /// Decodes a struct whose fields are all strings.
+/// The value of `olm.gvk` (Go's `GVK`) or `olm.gvk.required` (`GVKRequired`).
+fn gvk(map: Option<Map<String, Value>>, strukt: &str) -> Result<Gvk, String> {
+    let [group, kind, version] = strings(map, strukt, ["group", "kind", "version"])?;
+    Ok(Gvk {
+        group,
+        version,
+        kind,
+    })
+}
+
 fn strings<const N: usize>(
     map: Option<Map<String, Value>>,
     strukt: &str,
@@ -348,22 +331,22 @@ mod tests {
         );
         assert_eq!(
             parse(&prop(GVK, r#"{"group":"g","kind":"K","version":"v1"}"#)),
-            Ok(Typed::Gvk {
+            Ok(Typed::Gvk(Gvk {
                 group: "g".into(),
+                version: "v1".into(),
                 kind: "K".into(),
-                version: "v1".into()
-            })
+            }))
         );
         assert_eq!(
             parse(&prop(
                 GVK_REQUIRED,
                 r#"{"group":"g","kind":"K","version":"v1"}"#
             )),
-            Ok(Typed::GvkRequired {
+            Ok(Typed::GvkRequired(Gvk {
                 group: "g".into(),
+                version: "v1".into(),
                 kind: "K".into(),
-                version: "v1".into()
-            })
+            }))
         );
         assert_eq!(
             parse(&prop(
@@ -393,14 +376,7 @@ mod tests {
             parse(&prop("olm.maxOpenShiftVersion", "4.1")),
             Ok(Typed::Other)
         );
-        assert_eq!(
-            parse(&prop(GVK, "null")),
-            Ok(Typed::Gvk {
-                group: String::new(),
-                kind: String::new(),
-                version: String::new()
-            })
-        );
+        assert_eq!(parse(&prop(GVK, "null")), Ok(Typed::Gvk(Gvk::default())));
     }
 
     #[test]

@@ -25,6 +25,25 @@ impl std::fmt::Display for Origin {
     }
 }
 
+/// A group/version/kind: what an `olm.gvk` property provides and an `olm.gvk.required` one
+/// asks for, and how a resolution request names an installed CSV's APIs.
+#[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Gvk {
+    pub group: String,
+    pub version: String,
+    pub kind: String,
+}
+
+impl Gvk {
+    /// The property value text (keys already in byte order, as canonical JSON wants).
+    pub fn value_text(&self) -> String {
+        super::json::canonical(&serde_json::json!({
+            "group": self.group, "kind": self.kind, "version": self.version
+        }))
+    }
+}
+
 /// A property: its type and its value as canonical compact JSON text (registry-api.md §4.3).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Property {

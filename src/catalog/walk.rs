@@ -17,7 +17,8 @@ const IGNORE_FILE: &str = ".indexignore";
 
 /// One catalog file, read and decoded.
 pub struct ReadFile {
-    pub bytes: u64,
+    /// The file as read, for a caller that digests what it reads.
+    pub data: Vec<u8>,
     /// The documents in file order, each bundle with its `olm.bundle.object` manifests
     /// decoded (see [`property::bundle_objects`]), other documents with none.
     pub documents: Vec<(Document, Vec<String>)>,
@@ -49,10 +50,7 @@ pub fn read_file_seeing(
         })
         .collect();
     if errors.is_empty() {
-        Ok(ReadFile {
-            bytes: data.len() as u64,
-            documents,
-        })
+        Ok(ReadFile { data, documents })
     } else {
         Err(errors)
     }
@@ -97,13 +95,6 @@ fn distinct(mut files: Vec<CatalogFile>) -> Vec<CatalogFile> {
 /// Reads and decodes every catalog file under `root` (files in parallel, documents kept in
 /// walk order), collecting the errors of all files.
 pub fn load_dir(root: &Path) -> Result<DeclarativeConfig, Vec<LoadError>> {
-    if !root.is_dir() {
-        return Err(vec![LoadError {
-            file: String::new(),
-            line: 0,
-            message: format!("{:?} is not a directory", root.display().to_string()),
-        }]);
-    }
     let files = catalog_files(root)?;
     let mut dc = DeclarativeConfig::default();
     let mut errors = Vec::new();
@@ -192,6 +183,10 @@ struct Tree {
 
 impl Tree {
     fn walk(root: &Path) -> Result<Tree, Vec<LoadError>> {
+        if !root.is_dir() {
+            let message = format!("{:?} is not a directory", root.display().to_string());
+            return Err(vec![error("", message)]);
+        }
         let root = fs::canonicalize(root).map_err(|e| {
             vec![LoadError {
                 file: String::new(),

@@ -1,10 +1,11 @@
-use super::images::{ImageArgs, LazyRegistry, pull_unpacked};
+use super::images::ImageArgs;
 use crate::bundle::csv;
 use crate::bundle::dir::BundleDir;
 use crate::bundle::render::render;
 use crate::catalog::add::{Mode, NewBundle, add_bundle};
 use crate::catalog::decode::describe_load_errors;
 use crate::catalog::{DeclarativeConfig, walk, write};
+use crate::source::image::{Images, pull_unpacked};
 use clap::Args;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -45,7 +46,7 @@ fn add(args: AddArgs, use_http: bool, skip_tls_verify: bool) -> Result<(), Strin
     let original = walk::load_dir(&args.catalog).map_err(|e| describe_load_errors(&e))?;
     let mut dc = original.clone();
     let mut touched = BTreeSet::new();
-    let mut images = LazyRegistry::new(&args.image, use_http, skip_tls_verify);
+    let mut images = Images::new(args.image.options(use_http, skip_tls_verify));
     for reference in &args.bundles {
         let new = if Path::new(reference).is_dir() {
             new_bundle(
@@ -53,8 +54,10 @@ fn add(args: AddArgs, use_http: bool, skip_tls_verify: bool) -> Result<(), Strin
                 "",
             )
         } else {
-            let (runtime, registry) = images.get()?;
-            let image = runtime.block_on(pull_unpacked(registry, reference))?;
+            let (runtime, registry) = images.get().map_err(|e| e.to_string())?;
+            let image = runtime
+                .block_on(pull_unpacked(registry, reference))
+                .map_err(|e| e.to_string())?;
             let bundle =
                 BundleDir::read(&image.content).map_err(|e| format!("{reference}: {e}"))?;
             new_bundle(&bundle, reference)

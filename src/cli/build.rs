@@ -119,7 +119,9 @@ fn build(args: BuildArgs, use_http: bool, skip_tls_verify: bool) -> Result<(), S
         .enable_all()
         .build()
         .map_err(|e| e.to_string())?;
-    let digest = runtime.block_on(registry.push(&built, &target))?;
+    let digest = runtime
+        .block_on(registry.push(&built, &target))
+        .map_err(|e| e.to_string())?;
     println!("{target}@{digest}");
     Ok(())
 }

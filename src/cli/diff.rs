@@ -1,5 +1,7 @@
-use super::images::{ImageArgs, LazyRegistry, load_reference};
+use super::images::ImageArgs;
 use crate::author::diff::diff;
+use crate::source::image::Images;
+use crate::source::reference::load_reference;
 use clap::Args;
 
 /// Show what updating a catalog from OLD to NEW changes for clusters.
@@ -34,9 +36,9 @@ pub fn run(args: DiffArgs, use_http: bool, skip_tls_verify: bool) -> i32 {
 
 /// Prints the diff; true when an upgrade path is lost.
 fn run_diff(args: &DiffArgs, use_http: bool, skip_tls_verify: bool) -> Result<bool, String> {
-    let mut images = LazyRegistry::new(&args.image, use_http, skip_tls_verify);
-    let old = load_reference(&mut images, &args.old, None)?;
-    let new = load_reference(&mut images, &args.new, None)?;
+    let mut images = Images::new(args.image.options(use_http, skip_tls_verify));
+    let mut load = |r: &str| load_reference(&mut images, r, None).map_err(|e| e.to_string());
+    let (old, new) = (load(&args.old)?, load(&args.new)?);
     let d = diff(&old, &new);
     let text = match args.output.as_str() {
         "json" => serde_json::to_string_pretty(&d).map_err(|e| e.to_string())? + "\n",

@@ -1,7 +1,7 @@
 use super::Format;
 use crate::bundle::migrate::{MigrationLevel, migrate};
-use crate::bundle::source::Source;
 use crate::catalog::{self, DeclarativeConfig};
+use crate::source::disk::Local;
 use clap::Args;
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -64,7 +64,9 @@ fn run_migrate(args: &MigrateArgs) -> Result<(), String> {
         "rendering catalog {:?} as file-based catalog",
         args.reference
     );
-    let mut dc = Source::detect(&args.reference)?.load(None)?;
+    let mut dc = Local::detect(&args.reference)
+        .and_then(|local| local.load(None))
+        .map_err(|e| e.to_string())?;
     migrate(&mut dc, level)?;
     write_tree(dc, out, args.output)?;
     tracing::info!(

@@ -1,9 +1,11 @@
 use super::Format;
-use super::images::{ImageArgs, LazyRegistry, load_reference};
+use super::images::ImageArgs;
 use super::migrate::MigrationFlags;
 use crate::bundle::migrate::migrate;
 use crate::bundle::template::ImageTemplate;
 use crate::catalog::{self, DeclarativeConfig};
+use crate::source::image::Images;
+use crate::source::reference::load_reference;
 use clap::Args;
 use std::io::Write;
 
@@ -46,9 +48,9 @@ fn render(args: &RenderArgs, use_http: bool, skip_tls_verify: bool) -> Result<()
         .map(str::parse)
         .transpose()?;
     let mut dc = DeclarativeConfig::default();
-    let mut images = LazyRegistry::new(&args.image, use_http, skip_tls_verify);
+    let mut images = Images::new(args.image.options(use_http, skip_tls_verify));
     for r in &args.refs {
-        dc.append(load_reference(&mut images, r, template.as_ref())?);
+        dc.append(load_reference(&mut images, r, template.as_ref()).map_err(|e| e.to_string())?);
     }
     migrate(&mut dc, level)?;
     let stdout = std::io::stdout();

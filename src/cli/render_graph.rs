@@ -1,7 +1,9 @@
-use super::images::{ImageArgs, LazyRegistry, load_reference};
+use super::images::ImageArgs;
 use crate::author::mermaid::{MermaidOptions, write_mermaid};
 use crate::author::svg::write_svg;
 use crate::catalog::DeclarativeConfig;
+use crate::source::image::Images;
+use crate::source::reference::load_reference;
 use clap::Args;
 
 /// Draw the upgrade graph of catalogs as Mermaid text (opm alpha render-graph).
@@ -37,10 +39,10 @@ fn render_graph(
     use_http: bool,
     skip_tls_verify: bool,
 ) -> Result<(), String> {
-    let mut images = LazyRegistry::new(&args.image, use_http, skip_tls_verify);
+    let mut images = Images::new(args.image.options(use_http, skip_tls_verify));
     let mut dc = DeclarativeConfig::default();
     for r in &args.refs {
-        dc.append(load_reference(&mut images, r, None)?);
+        dc.append(load_reference(&mut images, r, None).map_err(|e| e.to_string())?);
     }
     if args.output == "svg" {
         if args.minimum_edge.is_some() || args.draw_v0_semantics {

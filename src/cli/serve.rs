@@ -1,9 +1,11 @@
-use super::images::{ImageArgs, fetch_as_fbc};
+use super::images::ImageArgs;
 use crate::image::Registry;
 use crate::server::http::HttpOptions;
 use crate::server::tls::TlsConfig;
-use crate::server::{self, Limits, Listeners, RemoteLimits, ResolutionOptions};
-use crate::store::cache::{self, CacheError, CacheOptions, Loaded, Outcome};
+use crate::server::{self, Limits, Listeners, ResolutionOptions};
+use crate::source::RemoteLimits;
+use crate::source::image::fetch_as_fbc;
+use crate::store::cache::{self, CacheOptions, OpenIndex, Outcome};
 use clap::Args;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -317,7 +319,7 @@ fn serve(args: &ServeArgs, use_http: bool, skip_tls_verify: bool) -> Result<(), 
     let enforce_integrity = args.cache_enforce_integrity.unwrap_or(false);
     let cache_only = args.cache_only;
     // Runs on a blocking thread once the port is bound (pulling an image can take a while).
-    let load = move || -> Result<Loaded, CacheError> {
+    let load = move || -> Result<OpenIndex, server::Error> {
         // The unpacked image (if any) is kept only until it is indexed.
         let (catalog, _unpacked) = match &source {
             Source::Dir(dir) => (dir.clone(), None),
@@ -327,17 +329,16 @@ fn serve(args: &ServeArgs, use_http: bool, skip_tls_verify: bool) -> Result<(), 
                     .in_scope(|| {
                         tokio::runtime::Handle::current()
                             .block_on(fetch_as_fbc(registry, reference))
-                    })
-                    .map_err(CacheError::Io)?;
+                    })?;
                 (unpacked.root.clone(), Some(unpacked))
             }
         };
-        cache::open_or_build(&CacheOptions {
+        Ok(cache::open_or_build(&CacheOptions {
             catalog: &catalog,
             cache_dir: cache_dir.as_deref(),
             enforce_integrity,
             require_cache: cache_only,
-        })
+        })?)
     };
     let result = if args.cache_only {
         runtime.block_on(async {

@@ -1,5 +1,5 @@
 //! `render-template` and `convert-template` (opm alpha's commands of those names).
-use super::images::{ImageArgs, LazyRegistry, pull_unpacked};
+use super::images::ImageArgs;
 use super::migrate::MigrationFlags;
 use crate::author::mermaid::{MermaidOptions, write_mermaid};
 use crate::author::template::{Kind, convert_to_basic};
@@ -10,6 +10,7 @@ use crate::bundle::render::render;
 use crate::bundle::template::ImageTemplate;
 use crate::catalog::{self, Bundle};
 use crate::image;
+use crate::source::image::{Images, pull_unpacked};
 use clap::Args;
 use std::io::{Read, Write};
 use std::path::Path;
@@ -97,7 +98,7 @@ fn render_template(
         Some(kind) => kind,
         None => Kind::detect(&input).map_err(|e| format!("auto-detecting template type: {e}"))?,
     };
-    let mut images = LazyRegistry::new(&args.image, use_http, skip_tls_verify);
+    let mut images = Images::new(args.image.options(use_http, skip_tls_verify));
     let mut render_bundle =
         |r: &str| render_bundle(&mut images, r, image_template.as_ref()).map(|b| vec![b]);
     let mut dc = kind
@@ -127,7 +128,7 @@ fn render_template(
 /// written: a bundle image, or (beyond opm, for authors working on a checkout) a bundle
 /// directory, whose image is `template` expanded when given.
 fn render_bundle(
-    images: &mut LazyRegistry,
+    images: &mut Images,
     r: &str,
     template: Option<&ImageTemplate>,
 ) -> Result<Bundle, String> {
@@ -144,8 +145,10 @@ fn render_bundle(
         );
         return Ok(render(&bundle, &image));
     }
-    let (runtime, registry) = images.get()?;
-    let unpacked = runtime.block_on(pull_unpacked(registry, r)).map_err(fail)?;
+    let (runtime, registry) = images.get().map_err(|e| e.to_string())?;
+    let unpacked = runtime
+        .block_on(pull_unpacked(registry, r))
+        .map_err(|e| fail(e.to_string()))?;
     if !unpacked.labels.contains_key(image::LABEL_BUNDLE_PACKAGE) {
         return Err(fail(
             "cannot render declarative config image: not allowed".into(),

@@ -10,9 +10,10 @@
 //! - A transient failure (reset, EOF, 5xx) costs a retry that continues where the bytes
 //!   stopped (an HTTP range request); a registry that ignores ranges sends the blob whole
 //!   and the download starts over.
+use super::error::{Error, ErrorKind};
 use super::layout::Layout;
 use super::registry::{Backoff, Registry};
-use super::remote::{RemoteError, is_digest_mismatch};
+use super::remote::is_digest_mismatch;
 use bytes::Bytes;
 use oci_client::Reference;
 use oci_client::client::BlobResponse;
@@ -114,11 +115,12 @@ fn source_of(r: &Reference) -> String {
     format!("{}/{}", r.registry(), r.repository())
 }
 
-fn fatal(message: String) -> RemoteError {
-    RemoteError {
-        message,
-        transient: false,
-    }
+fn fatal(message: String) -> Error {
+    Error::new(ErrorKind::InvalidContent, message)
+}
+
+fn local(message: String) -> Error {
+    Error::new(ErrorKind::Io, message)
 }
 
 impl Registry {
@@ -131,7 +133,7 @@ impl Registry {
         descriptor: &OciDescriptor,
         layout: &Layout,
         progress: &indicatif::ProgressBar,
-    ) -> Result<PathBuf, RemoteError> {
+    ) -> Result<PathBuf, Error> {
         let digest = &descriptor.digest;
         let size = u64::try_from(descriptor.size).unwrap_or(0);
         let mut sink = None;
@@ -142,14 +144,14 @@ impl Registry {
                 .await
             {
                 Ok(()) => break,
-                Err(e) if e.transient && backoff.again(&e.message).await => {}
+                Err(e) if e.is_transient() && backoff.again(&e.message).await => {}
                 Err(e) => return Err(e),
             }
         }
         // Every successful attempt has started a sink.
         let sink = sink.ok_or_else(|| fatal(format!("blob {digest}: nothing was received")))?;
         let received = sink.received;
-        let (actual, file) = sink.finish().await.map_err(fatal)?;
+        let (actual, file) = sink.finish().await.map_err(local)?;
         if received != size {
             return Err(fatal(format!(
                 "blob {digest} has {received} bytes where its descriptor says {size}"
@@ -161,7 +163,7 @@ impl Registry {
                 source_of(r)
             )));
         }
-        layout.adopt_verified_blob(digest, file).map_err(fatal)
+        layout.adopt_verified_blob(digest, file).map_err(local)
     }
 
     /// One request for the bytes not received yet; they go into `sink` (started here when
@@ -174,7 +176,7 @@ impl Registry {
         layout: &Layout,
         sink: &mut Option<BlobSink>,
         progress: &indicatif::ProgressBar,
-    ) -> Result<(), RemoteError> {
+    ) -> Result<(), Error> {
         let digest = &descriptor.digest;
         let what = format!("blob {digest} from {}", r.whole());
         let offset = sink.as_ref().map_or(0, |s| s.received);
@@ -194,7 +196,7 @@ impl Registry {
                 .pull_blob_stream_partial(r, descriptor, offset, None)
                 .await
         };
-        let mut stream = match response.map_err(|e| RemoteError::from_oci(&what, &e))? {
+        let mut stream = match response.map_err(|e| Error::from_oci(&what, &e))? {
             BlobResponse::Partial(stream) => stream,
             BlobResponse::Full(stream) => {
                 if let Some(stale) = sink.take() {
@@ -205,7 +207,7 @@ impl Registry {
         };
         let sink = match sink {
             Some(sink) => sink,
-            None => sink.insert(BlobSink::start(layout).map_err(fatal)?),
+            None => sink.insert(BlobSink::start(layout).map_err(local)?),
         };
         while let Some(chunk) = stream.next().await {
             let chunk = chunk.map_err(|e| {
@@ -215,10 +217,7 @@ impl Registry {
                         source_of(r)
                     ))
                 } else {
-                    RemoteError {
-                        message: format!("{what}: {e}"),
-                        transient: true,
-                    }
+                    Error::new(ErrorKind::Unavailable, format!("{what}: {e}"))
                 }
             })?;
             // The descriptor's size is the cap on what is written, an empty blob's too.
@@ -228,7 +227,7 @@ impl Registry {
                 )));
             }
             progress.inc(chunk.len() as u64);
-            sink.push(chunk).await.map_err(fatal)?;
+            sink.push(chunk).await.map_err(local)?;
         }
         Ok(())
     }

@@ -5,9 +5,9 @@
 //! soon as it passes [`MAX_MANIFEST_BYTES`] (4 MiB, the limit of distribution and
 //! containerd), or at once when its Content-Length says so. oci-client still answers the
 //! registry's authentication challenge; its token is remembered per repository.
+use super::error::{Error, ErrorKind};
 use super::layout::MAX_MANIFEST_BYTES;
 use super::registry::ClientOptions;
-use super::remote::RemoteError;
 use bytes::{Bytes, BytesMut};
 use oci_client::errors::{OciDistributionError, OciEnvelope};
 use oci_client::secrets::RegistryAuth;
@@ -110,8 +110,8 @@ impl ManifestFetcher {
         auth: &RegistryAuth,
         accept: &[&str],
         what: &str,
-    ) -> Result<Bytes, RemoteError> {
-        let oci = |e: OciDistributionError| RemoteError::from_oci(what, &e);
+    ) -> Result<Bytes, Error> {
+        let oci = |e: OciDistributionError| Error::from_oci(what, &e);
         let url = self.url(r);
         let key = format!("{}/{}", r.resolve_registry(), r.repository());
         let remembered = self.tokens.lock().ok().and_then(|t| t.get(&key).cloned());
@@ -151,9 +151,11 @@ impl ManifestFetcher {
                 .unwrap_or_default();
             return Err(oci(registry_error(status, &body, &url)));
         }
-        let too_big = || RemoteError {
-            message: format!("{what}: the manifest is larger than {MAX_MANIFEST_BYTES} bytes"),
-            transient: false,
+        let too_big = || {
+            Error::new(
+                ErrorKind::InvalidContent,
+                format!("{what}: the manifest is larger than {MAX_MANIFEST_BYTES} bytes"),
+            )
         };
         if response
             .content_length()

@@ -4,6 +4,7 @@
 mod auth;
 pub mod create;
 mod download;
+mod error;
 pub mod layout;
 mod manifest;
 pub mod reference;
@@ -12,6 +13,7 @@ pub mod remote;
 pub mod unpack;
 
 pub use create::{BuiltImage, build_image};
+pub use error::{Error, ErrorKind};
 pub use reference::ImageRef;
 pub use registry::{ClientOptions, Pulled, Registry, unpack};
 

@@ -6,10 +6,11 @@
 //! say what failed and why.
 use super::auth::Credentials;
 use super::create::BuiltImage;
+use super::error::{Error, ErrorKind};
 use super::layout::{Layout, MAX_CONFIG_BYTES, MAX_MANIFEST_BYTES, digest_of};
 use super::manifest::ManifestFetcher;
 use super::reference::ImageRef;
-use super::remote::{RemoteError, retry_remote};
+use super::remote::retry_remote;
 use oci_client::client::{
     Certificate, CertificateEncoding, ClientConfig, ClientProtocol, current_platform_resolver,
 };
@@ -98,20 +99,6 @@ impl Backoff {
     }
 }
 
-/// Transient failures worth another try. A certificate the client does not trust is not one,
-/// though it shows up as a connection error.
-pub(super) fn transient(e: &OciDistributionError) -> bool {
-    match e {
-        OciDistributionError::RequestError(r) => {
-            (r.is_connect() || r.is_timeout() || r.is_body() || r.is_request())
-                && !describe(e).contains("certificate")
-        }
-        OciDistributionError::ServerError { code, .. } => *code >= 500,
-        OciDistributionError::IoError(_) => true,
-        _ => false,
-    }
-}
-
 /// One line about what went wrong, in terms of the image.
 pub(super) fn describe(e: &OciDistributionError) -> String {
     match e {
@@ -164,27 +151,34 @@ pub(super) fn describe(e: &OciDistributionError) -> String {
     }
 }
 
-async fn retry<T, F, Fut>(what: &str, mut op: F) -> Result<T, String>
+async fn retry<T, F, Fut>(what: &str, mut op: F) -> Result<T, Error>
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Result<T, OciDistributionError>>,
 {
-    let mut backoff = Backoff::new();
-    loop {
-        match op().await {
-            Ok(v) => return Ok(v),
-            Err(e) => {
-                let message = format!("{what}: {}", describe(&e));
-                if !(transient(&e) && backoff.again(&message).await) {
-                    return Err(message);
-                }
-            }
-        }
-    }
+    retry_remote(|| {
+        let call = op();
+        async move { call.await.map_err(|e| Error::from_oci(what, &e)) }
+    })
+    .await
+}
+
+/// Local files (the cache, a layout): their messages name the file.
+fn local(message: String) -> Error {
+    Error::new(ErrorKind::Io, message)
+}
+
+/// A layout or image whose content is not what it should be.
+fn invalid(message: String) -> Error {
+    Error::new(ErrorKind::InvalidContent, message)
 }
 
 impl Registry {
-    pub fn new(opts: &ClientOptions) -> Result<Registry, String> {
+    pub fn new(opts: &ClientOptions) -> Result<Registry, Error> {
+        Registry::configure(opts).map_err(|e| Error::new(ErrorKind::Other, e))
+    }
+
+    fn configure(opts: &ClientOptions) -> Result<Registry, String> {
         // rustls needs a process-wide crypto provider; a second install is harmless.
         let _ = rustls::crypto::ring::default_provider().install_default();
         let mut extra_root_certificates = Vec::new();
@@ -251,14 +245,17 @@ impl Registry {
     }
 
     /// Pulls an image's manifest, config and layers (layers already cached are not fetched).
-    pub async fn pull(&self, image: &ImageRef) -> Result<Pulled, String> {
+    pub async fn pull(&self, image: &ImageRef) -> Result<Pulled, Error> {
         match image {
             ImageRef::Registry(r) => self.pull_remote(r).await,
-            ImageRef::Layout { dir, tag } => pull_layout(&Layout::open(dir)?, tag.as_deref()),
+            ImageRef::Layout { dir, tag } => {
+                let layout = Layout::open(dir).map_err(|e| Error::new(ErrorKind::NotFound, e))?;
+                pull_layout(&layout, tag.as_deref()).map_err(invalid)
+            }
         }
     }
 
-    async fn pull_remote(&self, r: &Reference) -> Result<Pulled, String> {
+    async fn pull_remote(&self, r: &Reference) -> Result<Pulled, Error> {
         let what = format!("pull {}", r.whole());
         // A digest names content exactly: what was pulled once is served from the cache.
         if let Some(digest) = r.digest()
@@ -270,7 +267,9 @@ impl Registry {
             Ok(found) => found,
             Err(e) => {
                 // Offline, a tag pulled before still resolves to what it was then.
-                let cached = self.cached_tag(r).ok_or(e.message.clone())?;
+                let Some(cached) = self.cached_tag(r) else {
+                    return Err(e);
+                };
                 tracing::warn!(
                     "{}; using the copy cached when it was last pulled ({})",
                     e.message,
@@ -282,17 +281,17 @@ impl Registry {
         // The config is downloaded like a layer, which refuses more bytes than its
         // descriptor says; the descriptor may not say more than the cap.
         if u64::try_from(manifest.config.size).is_ok_and(|size| size > MAX_CONFIG_BYTES) {
-            return Err(format!(
+            return Err(invalid(format!(
                 "{what}: the image config is larger than {MAX_CONFIG_BYTES} bytes ({} by its descriptor)",
                 manifest.config.size
-            ));
+            )));
         }
         self.fetch_blob(r, &manifest.config, &what).await?;
         let config = self
             .cache
             .read_blob(&manifest.config.digest, MAX_CONFIG_BYTES)
-            .map_err(|e| format!("{what}: {e}"))?;
-        let labels = labels_of(&config).map_err(|e| format!("{what}: {e}"))?;
+            .map_err(|e| local(format!("{what}: {e}")))?;
+        let labels = labels_of(&config).map_err(|e| invalid(format!("{what}: {e}")))?;
         let mut layers = Vec::new();
         for layer in &manifest.layers {
             layers.push(self.fetch_blob(r, layer, &what).await?);
@@ -311,11 +310,8 @@ impl Registry {
         &self,
         r: &Reference,
         what: &str,
-    ) -> Result<(OciImageManifest, String), RemoteError> {
-        let fatal = |message: String| RemoteError {
-            message: format!("{what}: {message}"),
-            transient: false,
-        };
+    ) -> Result<(OciImageManifest, String), Error> {
+        let fatal = |message: String| invalid(format!("{what}: {message}"));
         let parse = |body: &[u8]| {
             serde_json::from_slice::<OciImageManifest>(body)
                 .map_err(|e| fatal(format!("image manifest: {e}")))
@@ -410,35 +406,37 @@ impl Registry {
         r: &Reference,
         layer: &OciDescriptor,
         what: &str,
-    ) -> Result<PathBuf, String> {
+    ) -> Result<PathBuf, Error> {
         if self
             .cache
             .holds(&layer.digest, u64::try_from(layer.size).ok())
-            .map_err(|e| format!("{what}: {e}"))?
+            .map_err(|e| local(format!("{what}: {e}")))?
         {
-            return self.cache.blob_path(&layer.digest);
+            return self.cache.blob_path(&layer.digest).map_err(invalid);
         }
         let progress = progress_bar(layer);
         let path = self
             .download_blob(r, layer, &self.cache, &progress)
             .await
-            .map_err(|e| format!("{what}: {}", e.message));
+            .map_err(|e| e.context(what));
         progress.finish_and_clear();
         path
     }
 
     /// Pushes a built image; returns its manifest digest.
-    pub async fn push(&self, image: &BuiltImage, to: &ImageRef) -> Result<String, String> {
+    pub async fn push(&self, image: &BuiltImage, to: &ImageRef) -> Result<String, Error> {
         match to {
             ImageRef::Layout { dir, tag } => {
-                let layout = Layout::create(dir)?;
-                layout.write_blob(&image.config)?;
-                layout.write_blob(&image.layer)?;
-                layout.add_manifest(
-                    &image.manifest,
-                    oci_client::manifest::OCI_IMAGE_MEDIA_TYPE,
-                    tag.as_deref(),
-                )
+                let layout = Layout::create(dir).map_err(local)?;
+                layout.write_blob(&image.config).map_err(local)?;
+                layout.write_blob(&image.layer).map_err(local)?;
+                layout
+                    .add_manifest(
+                        &image.manifest,
+                        oci_client::manifest::OCI_IMAGE_MEDIA_TYPE,
+                        tag.as_deref(),
+                    )
+                    .map_err(local)
             }
             ImageRef::Registry(r) => {
                 let what = format!("push {}", r.whole());
@@ -456,7 +454,7 @@ impl Registry {
                     }
                 }
                 let manifest: OciImageManifest = serde_json::from_slice(&image.manifest)
-                    .map_err(|e| format!("{what}: encoding the manifest: {e}"))?;
+                    .map_err(|e| invalid(format!("{what}: encoding the manifest: {e}")))?;
                 let manifest = OciManifest::Image(manifest);
                 retry(&what, || self.client.push_manifest(r, &manifest)).await?;
                 retry(&what, || self.client.fetch_manifest_digest(r, &auth)).await
@@ -510,15 +508,20 @@ fn pull_layout(layout: &Layout, tag: Option<&str>) -> Result<Pulled, String> {
 }
 
 /// Unpacks a pulled image's layers, in order, into `dest`.
-pub fn unpack(image: &Pulled, dest: &Path) -> Result<(), String> {
-    std::fs::create_dir_all(dest).map_err(|e| format!("{}: {e}", dest.display()))?;
+pub fn unpack(image: &Pulled, dest: &Path) -> Result<(), Error> {
+    std::fs::create_dir_all(dest).map_err(|e| local(format!("{}: {e}", dest.display())))?;
     let mut usage = super::unpack::Usage::default();
     for layer in &image.layers {
-        let file = std::fs::File::open(layer).map_err(|e| format!("{}: {e}", layer.display()))?;
+        let file =
+            std::fs::File::open(layer).map_err(|e| local(format!("{}: {e}", layer.display())))?;
         // Layers are stored under their digest's hex.
         let name = layer.file_name().unwrap_or_default().to_string_lossy();
-        super::unpack::unpack_layer(file, dest, Default::default(), &mut usage)
-            .map_err(|e| format!("unpacking {}: layer sha256:{name}: {e}", image.digest))?;
+        super::unpack::unpack_layer(file, dest, Default::default(), &mut usage).map_err(|e| {
+            invalid(format!(
+                "unpacking {}: layer sha256:{name}: {e}",
+                image.digest
+            ))
+        })?;
     }
     Ok(())
 }

@@ -1,8 +1,9 @@
 //! Copying images whole between registries: manifests as raw bytes by digest (an index keeps
 //! every platform, so digests stay identical), blob existence, cross-repository mounts, and
 //! blobs streamed through without ever holding a layer in memory.
+use super::error::{Error, ErrorKind};
 use super::layout::digest_of;
-use super::registry::{Backoff, Registry, describe, transient};
+use super::registry::{Backoff, Registry};
 use bytes::Bytes;
 use oci_client::errors::{DigestError, OciDistributionError};
 use oci_client::manifest::{
@@ -24,32 +25,16 @@ pub const MANIFEST_MEDIA_TYPES: [&str; 4] = [
 /// Blob bytes as they arrive.
 pub type BlobStream = Pin<Box<dyn Stream<Item = std::io::Result<Bytes>> + Send>>;
 
-/// A failed registry call: what to tell the user, and whether another try may succeed.
-#[derive(Debug, Clone)]
-pub struct RemoteError {
-    pub message: String,
-    pub transient: bool,
-}
-
-impl RemoteError {
-    pub(super) fn from_oci(what: &str, e: &OciDistributionError) -> RemoteError {
-        RemoteError {
-            message: format!("{what}: {}", describe(e)),
-            transient: transient(e),
-        }
-    }
-}
-
 /// Runs a registry operation again after each transient failure, as [`Backoff`] allows.
-pub async fn retry_remote<T, F, Fut>(mut op: F) -> Result<T, RemoteError>
+pub async fn retry_remote<T, F, Fut>(mut op: F) -> Result<T, Error>
 where
     F: FnMut() -> Fut,
-    Fut: Future<Output = Result<T, RemoteError>>,
+    Fut: Future<Output = Result<T, Error>>,
 {
     let mut backoff = Backoff::new();
     loop {
         match op().await {
-            Err(e) if e.transient && backoff.again(&e.message).await => {}
+            Err(e) if e.is_transient() && backoff.again(&e.message).await => {}
             other => return other,
         }
     }
@@ -74,18 +59,18 @@ pub fn manifest_media_type(body: &[u8]) -> Result<String, String> {
 
 impl Registry {
     /// The digest a tag (or digest) reference names now.
-    pub async fn resolve_digest(&self, r: &Reference) -> Result<String, RemoteError> {
+    pub async fn resolve_digest(&self, r: &Reference) -> Result<String, Error> {
         let what = format!("resolve {}", r.whole());
         let auth = self.auth(r);
         self.client
             .fetch_manifest_digest(r, &auth)
             .await
-            .map_err(|e| RemoteError::from_oci(&what, &e))
+            .map_err(|e| Error::from_oci(&what, &e))
     }
 
     /// A manifest's bytes exactly as stored, checked against the reference's digest when it
     /// has one, and its media type.
-    pub async fn get_manifest(&self, r: &Reference) -> Result<(Bytes, String), RemoteError> {
+    pub async fn get_manifest(&self, r: &Reference) -> Result<(Bytes, String), Error> {
         self.manifest(r, &format!("manifest {}", r.whole())).await
     }
 
@@ -94,16 +79,14 @@ impl Registry {
         &self,
         r: &Reference,
         what: &str,
-    ) -> Result<(Bytes, String), RemoteError> {
+    ) -> Result<(Bytes, String), Error> {
         let auth = self.auth(r);
         let body = self
             .manifests
             .fetch(&self.client, r, &auth, &MANIFEST_MEDIA_TYPES, what)
             .await?;
-        let fatal = |message: String| RemoteError {
-            message: format!("{what}: {message}"),
-            transient: false,
-        };
+        let fatal =
+            |message: String| Error::new(ErrorKind::InvalidContent, format!("{what}: {message}"));
         if let Some(digest) = r.digest() {
             let actual = digest_of(&body);
             if actual != digest {
@@ -122,34 +105,36 @@ impl Registry {
         r: &Reference,
         body: Bytes,
         media_type: &str,
-    ) -> Result<(), RemoteError> {
+    ) -> Result<(), Error> {
         let what = format!("push manifest {}", r.whole());
-        let content_type = media_type.parse().map_err(|_| RemoteError {
-            message: format!("{what}: invalid media type {media_type:?}"),
-            transient: false,
+        let content_type = media_type.parse().map_err(|_| {
+            Error::new(
+                ErrorKind::Other,
+                format!("{what}: invalid media type {media_type:?}"),
+            )
         })?;
         self.client
             .push_manifest_raw(r, body, content_type)
             .await
             .map(drop)
-            .map_err(|e| RemoteError::from_oci(&what, &e))
+            .map_err(|e| Error::from_oci(&what, &e))
     }
 
     /// Obtains push rights for the reference's repository (before the first upload to it).
-    pub async fn authorize_push(&self, r: &Reference) -> Result<(), RemoteError> {
+    pub async fn authorize_push(&self, r: &Reference) -> Result<(), Error> {
         let auth = self.auth(r);
         self.client
             .auth(r, &auth, RegistryOperation::Push)
             .await
             .map(drop)
-            .map_err(|e| RemoteError::from_oci(&format!("push {}", r.whole()), &e))
+            .map_err(|e| Error::from_oci(&format!("push {}", r.whole()), &e))
     }
 
-    pub async fn blob_exists(&self, r: &Reference, digest: &str) -> Result<bool, RemoteError> {
+    pub async fn blob_exists(&self, r: &Reference, digest: &str) -> Result<bool, Error> {
         self.client
             .blob_exists(r, digest)
             .await
-            .map_err(|e| RemoteError::from_oci(&format!("blob {digest} in {}", r.whole()), &e))
+            .map_err(|e| Error::from_oci(&format!("blob {digest} in {}", r.whole()), &e))
     }
 
     /// Asks the registry to link a blob it already holds in `from_repository` into the
@@ -170,7 +155,7 @@ impl Registry {
         r: &Reference,
         digest: &str,
         size: u64,
-    ) -> Result<BlobStream, RemoteError> {
+    ) -> Result<BlobStream, Error> {
         let descriptor = OciDescriptor {
             digest: digest.to_owned(),
             size: size as i64,
@@ -180,7 +165,7 @@ impl Registry {
             .client
             .pull_blob_stream(r, &descriptor)
             .await
-            .map_err(|e| RemoteError::from_oci(&format!("blob {digest} from {}", r.whole()), &e))?;
+            .map_err(|e| Error::from_oci(&format!("blob {digest} from {}", r.whole()), &e))?;
         Ok(Box::pin(sized.stream))
     }
 
@@ -192,12 +177,12 @@ impl Registry {
         digest: &str,
         size: u64,
         data: BlobStream,
-    ) -> Result<(), RemoteError> {
+    ) -> Result<(), Error> {
         let data = data.map(|chunk| chunk.map_err(OciDistributionError::IoError));
         self.client
             .push_blob_stream(r, data, digest, Some(size))
             .await
             .map(drop)
-            .map_err(|e| RemoteError::from_oci(&format!("blob {digest} to {}", r.whole()), &e))
+            .map_err(|e| Error::from_oci(&format!("blob {digest} to {}", r.whole()), &e))
     }
 }

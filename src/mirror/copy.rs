@@ -9,12 +9,12 @@
 //!   a download into the archive continues where it stopped.
 //! - Manifests go last, children before their index, so an interrupted run leaves no image
 //!   whose blobs are missing, and a rerun copies only what is not there yet.
-use crate::image::Registry;
 use crate::image::layout::{Layout, MAX_MANIFEST_BYTES};
 use crate::image::registry::Backoff;
 use crate::image::remote::{
-    BlobStream, MANIFEST_MEDIA_TYPES, RemoteError, is_digest_mismatch, retry_remote as retry,
+    BlobStream, MANIFEST_MEDIA_TYPES, is_digest_mismatch, retry_remote as retry,
 };
+use crate::image::{Error, ErrorKind, Registry};
 use bytes::Bytes;
 use oci_client::Reference;
 use oci_client::manifest::OciDescriptor;
@@ -131,11 +131,10 @@ impl Copier {
         }
     }
 
-    fn layout(&self) -> Result<&Layout, RemoteError> {
-        self.layout.as_deref().ok_or_else(|| RemoteError {
-            message: "no OCI layout for this run".into(),
-            transient: false,
-        })
+    fn layout(&self) -> Result<&Layout, Error> {
+        self.layout
+            .as_deref()
+            .ok_or_else(|| Error::new(ErrorKind::Other, "no OCI layout for this run"))
     }
 
     pub async fn run(self: Arc<Self>, jobs: Vec<Job>) -> Summary {
@@ -234,11 +233,7 @@ impl Copier {
         summary
     }
 
-    async fn get_manifest(
-        &self,
-        from: &Location,
-        digest: &str,
-    ) -> Result<(Bytes, String), RemoteError> {
+    async fn get_manifest(&self, from: &Location, digest: &str) -> Result<(Bytes, String), Error> {
         match from.reference(digest) {
             Some(r) => retry(|| self.registry.get_manifest(&r)).await,
             None => {
@@ -253,7 +248,7 @@ impl Copier {
     }
 
     /// Reads an image's manifests and the blobs they name.
-    async fn tree(&self, job: &Job) -> Result<Tree, RemoteError> {
+    async fn tree(&self, job: &Job) -> Result<Tree, Error> {
         let mut tree = Tree {
             manifests: Vec::new(),
             blobs: Vec::new(),
@@ -302,7 +297,7 @@ impl Copier {
         Ok(tree)
     }
 
-    async fn has_blob(&self, at: &Location, digest: &str, size: u64) -> Result<bool, RemoteError> {
+    async fn has_blob(&self, at: &Location, digest: &str, size: u64) -> Result<bool, Error> {
         match at.reference(digest) {
             Some(r) => retry(|| self.registry.blob_exists(&r, digest)).await,
             None => {
@@ -396,7 +391,7 @@ impl Copier {
                 (Err(_), Some(why)) => {
                     return Err(format!("{why} (from {}); not copied", from.describe()));
                 }
-                (Err(e), None) if e.transient && backoff.again(&e.message).await => {}
+                (Err(e), None) if e.is_transient() && backoff.again(&e.message).await => {}
                 (Err(e), None) => return Err(e.message),
             }
         }
@@ -410,7 +405,7 @@ impl Copier {
         from: &Location,
         dest: &Reference,
         verdict: &Arc<Mutex<Option<String>>>,
-    ) -> Result<(), RemoteError> {
+    ) -> Result<(), Error> {
         let (source, hash_here) = match from.reference(digest) {
             // The registry client checks the digest as the bytes arrive.
             Some(r) => (self.registry.blob_stream(&r, digest, size).await?, false),
@@ -435,7 +430,7 @@ impl Copier {
             .await
     }
 
-    async fn put_manifests(&self, job: &Job, tree: &Tree) -> Result<(), RemoteError> {
+    async fn put_manifests(&self, job: &Job, tree: &Tree) -> Result<(), Error> {
         let Some((top, children)) = tree.manifests.split_last() else {
             return Ok(());
         };
@@ -469,11 +464,9 @@ struct Counts {
     mounted: usize,
 }
 
-fn fatal(message: String) -> RemoteError {
-    RemoteError {
-        message,
-        transient: false,
-    }
+/// The archive's own files.
+fn fatal(message: String) -> Error {
+    Error::new(ErrorKind::Io, message)
 }
 
 /// A file's bytes in 1 MiB chunks, read on a blocking thread.

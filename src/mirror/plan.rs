@@ -227,7 +227,7 @@ async fn place(registry: &Registry, w: Wanted) -> Result<PlannedImage, String> {
                         last = Some(Ok(d));
                         break;
                     }
-                    Err(e) if e.transient && attempt < 2 => {
+                    Err(e) if e.is_transient() && attempt < 2 => {
                         tokio::time::sleep(std::time::Duration::from_millis(200 << attempt)).await
                     }
                     Err(e) => {

@@ -1,7 +1,7 @@
 //! Decoding `olm.constraint` property values (resolution spec §6.1) and turning them into
 //! [`Predicate`]s. Decoding follows Go's `encoding/json` with unknown fields disallowed,
 //! because catalogs written for upstream must be accepted or refused the same way.
-use crate::catalog::kind_name;
+use crate::catalog::{Gvk, kind_name};
 use serde_json::Value;
 
 use crate::catalog::semver::Range;
@@ -23,11 +23,7 @@ pub struct OlmConstraint {
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ConstraintKind {
-    Gvk {
-        group: String,
-        version: String,
-        kind: String,
-    },
+    Gvk(Gvk),
     Package {
         package_name: String,
         version_range: String,
@@ -71,7 +67,7 @@ impl OlmConstraint {
     /// The kind's name as upstream's tests spell it.
     pub fn kind_name(&self) -> &'static str {
         match self.kind {
-            ConstraintKind::Gvk { .. } => "gvk",
+            ConstraintKind::Gvk(_) => "gvk",
             ConstraintKind::Package { .. } => "package",
             ConstraintKind::All(_) => "all",
             ConstraintKind::Any(_) => "any",
@@ -90,15 +86,7 @@ impl OlmConstraint {
                 .collect::<Result<Vec<_>, _>>()
         };
         Ok(match &self.kind {
-            ConstraintKind::Gvk {
-                group,
-                version,
-                kind,
-            } => Predicate::Gvk {
-                group: group.clone(),
-                version: version.clone(),
-                kind: kind.clone(),
-            },
+            ConstraintKind::Gvk(gvk) => Predicate::Gvk(gvk.clone()),
             ConstraintKind::Package {
                 package_name,
                 version_range,
@@ -250,11 +238,11 @@ fn decode_gvk(v: &Value, path: &str) -> Result<ConstraintKind, String> {
         "constraints.GVKConstraint",
     )?;
     let field = |v, name| string(v, "GVKConstraint", path, name);
-    Ok(ConstraintKind::Gvk {
+    Ok(ConstraintKind::Gvk(Gvk {
         group: field(group, "group")?,
         version: field(version, "version")?,
         kind: field(kind, "kind")?,
-    })
+    }))
 }
 
 fn decode_package(v: &Value, path: &str) -> Result<ConstraintKind, String> {

@@ -2,6 +2,7 @@
 //! forms that unsatisfiability messages quote (§7).
 use std::fmt;
 
+use crate::catalog::Gvk;
 use crate::catalog::property::{GVK, PACKAGE};
 use crate::catalog::quote::go_quote;
 use crate::catalog::semver::{Range, Version};
@@ -34,11 +35,7 @@ pub fn decode(properties: &[Property]) -> Vec<Option<serde_json::Value>> {
 
 #[derive(Debug)]
 pub enum Predicate {
-    Gvk {
-        group: String,
-        version: String,
-        kind: String,
-    },
+    Gvk(Gvk),
     Package {
         name: String,
         range_text: String,
@@ -59,14 +56,10 @@ pub enum Predicate {
 impl Predicate {
     pub fn matches(&self, s: &Subject<'_>) -> bool {
         match self {
-            Predicate::Gvk {
-                group,
-                version,
-                kind,
-            } => values_of(s, GVK).any(|v| {
-                str_field(v, "group") == Some(group)
-                    && str_field(v, "version") == Some(version)
-                    && str_field(v, "kind") == Some(kind)
+            Predicate::Gvk(gvk) => values_of(s, GVK).any(|v| {
+                str_field(v, "group") == Some(&gvk.group)
+                    && str_field(v, "version") == Some(&gvk.version)
+                    && str_field(v, "kind") == Some(&gvk.kind)
             }),
             Predicate::Package { name, range, .. } => {
                 let named = s.package == name
@@ -116,11 +109,11 @@ impl fmt::Display for Predicate {
             Ok(())
         };
         match self {
-            Predicate::Gvk {
+            Predicate::Gvk(Gvk {
                 group,
                 version,
                 kind,
-            } => write!(
+            }) => write!(
                 f,
                 "providing an API with group: {group}, version: {version}, kind: {kind}"
             ),

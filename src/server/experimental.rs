@@ -1,7 +1,7 @@
 //! `api.ExperimentalRegistry` (registry-api.md §7): custom-schema documents by schema and
 //! package, only for callers that acknowledge the API is experimental.
-use super::catalog::{Catalog, bounded};
 use super::connection::Peer;
+use super::serving::{ServedCatalog, bounded};
 use crate::api::server::experimental_registry_server::ExperimentalRegistry;
 use crate::api::{ExperimentalListPackageCustomSchemasRequest, RawMessage};
 use crate::store::ingest::is_simple_name;
@@ -14,7 +14,7 @@ use tonic::{Request, Response, Status};
 const ACK_HEADER: &str = "x-acknowledge-experimental";
 
 pub struct ExperimentalService {
-    pub catalog: Catalog,
+    pub catalog: ServedCatalog,
 }
 
 type Streamed = Pin<Box<dyn Stream<Item = Result<RawMessage, Status>> + Send>>;

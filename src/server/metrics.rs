@@ -398,12 +398,6 @@ impl Metrics {
             .observe(took.as_secs_f64());
     }
 
-    pub(super) fn remote_fetch(&self, ok: bool) {
-        self.remote_fetches
-            .with_label_values(&[if ok { "ok" } else { "error" }])
-            .inc();
-    }
-
     /// A catalogd API request answered with `code`, `took` from its arrival to its last byte.
     pub(super) fn catalogd_http_request(&self, code: u16, took: Duration) {
         match self.catalogd_http_codes.get(&code) {
@@ -413,10 +407,6 @@ impl Metrics {
                 .with_label_values(&[&code.to_string()])
                 .observe(took.as_secs_f64()),
         }
-    }
-
-    pub(super) fn remote_cache_hit(&self) {
-        self.remote_cache_hits.inc();
     }
 
     /// The text exposition format (version 0.0.4).
@@ -460,4 +450,16 @@ fn grpc_methods(descriptor_sets: &[&[u8]]) -> Vec<(String, String, &'static str)
         }
     }
     methods
+}
+
+impl crate::source::remote::ReadCounter for Metrics {
+    fn cache_hit(&self) {
+        self.remote_cache_hits.inc();
+    }
+
+    fn fetched(&self, ok: bool) {
+        self.remote_fetches
+            .with_label_values(&[if ok { "ok" } else { "error" }])
+            .inc();
+    }
 }

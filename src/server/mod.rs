@@ -9,10 +9,9 @@
 //! there; with a catalogd listener, the OLM v1 catalog HTTP API (see `http`): both are
 //! stopped by the same signal and ready at the same moment.
 mod calls;
-mod catalog;
-pub mod catalogs;
 mod connection;
 mod endpoint;
+mod error;
 mod experimental;
 mod health;
 pub mod http;
@@ -21,16 +20,17 @@ mod metrics;
 mod process;
 mod registry;
 mod resolution;
+pub(crate) mod serving;
 pub mod tls;
 
-pub use catalogs::RemoteLimits;
+pub use error::Error;
 pub use limits::Limits;
 pub use resolution::ResolutionOptions;
 
 use crate::api::resolution::server::resolution_server::ResolutionServer;
 use crate::api::server::experimental_registry_server::ExperimentalRegistryServer;
 use crate::api::server::registry_server::RegistryServer;
-use crate::store::cache::{CacheError, Loaded, Outcome};
+use crate::store::cache::{CacheError, OpenIndex, Outcome};
 use metrics::{CatalogFacts, Metrics};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -68,11 +68,11 @@ pub async fn run<L>(
     grace: Duration,
     resolution: ResolutionOptions,
     limits: Limits,
-) -> Result<(), CacheError>
+) -> Result<(), Error>
 where
-    L: FnOnce() -> Result<Loaded, CacheError> + Send + 'static,
+    L: FnOnce() -> Result<OpenIndex, Error> + Send + 'static,
 {
-    let (publisher, catalog) = catalog::loading();
+    let (publisher, catalog) = serving::loading();
     let (health_tx, health) = health::health();
     let reflection = || {
         tonic_reflection::server::Builder::configure()
@@ -83,12 +83,8 @@ where
                 tonic_reflection::pb::v1alpha::FILE_DESCRIPTOR_SET,
             )
     };
-    let reflection_v1 = reflection()
-        .build_v1()
-        .map_err(|e| CacheError::Io(format!("reflection: {e}")))?;
-    let reflection_v1alpha = reflection()
-        .build_v1alpha()
-        .map_err(|e| CacheError::Io(format!("reflection: {e}")))?;
+    let reflection_v1 = reflection().build_v1()?;
+    let reflection_v1alpha = reflection().build_v1alpha()?;
 
     let Listeners {
         grpc: listener,
@@ -169,13 +165,13 @@ where
         let started = Instant::now();
         let loaded = load()?;
         let facts = catalog_facts(&loaded, started.elapsed())?;
-        Ok::<_, CacheError>((loaded, facts))
+        Ok::<_, Error>((loaded, facts))
     });
     let mut _scratch = None;
     tokio::select! {
         loaded = &mut loading => {
-            let (Loaded { store, scratch, .. }, facts) =
-                loaded.map_err(|e| CacheError::Io(format!("loading task failed: {e}")))??;
+            let (OpenIndex { store, scratch, .. }, facts) =
+                loaded.map_err(|e| Error::Task(format!("loading task failed: {e}")))??;
             info!(
                 digest = %facts.digest,
                 packages = facts.packages,
@@ -196,7 +192,7 @@ where
             tokio::select! {
                 _ = &mut signal => {}
                 result = &mut server => {
-                    return result.map_err(|e| CacheError::Io(e.to_string()))?.map_err(|e| CacheError::Io(e.to_string()));
+                    return Ok(result.map_err(|e| Error::Task(e.to_string()))??);
                 }
             }
         }
@@ -238,7 +234,7 @@ where
 
 /// What the logs and metrics say about a catalog that `took` to load. Blocking: it counts in
 /// the index.
-fn catalog_facts(loaded: &Loaded, took: Duration) -> Result<CatalogFacts, CacheError> {
+fn catalog_facts(loaded: &OpenIndex, took: Duration) -> Result<CatalogFacts, CacheError> {
     let (packages, channels, bundles) = loaded
         .store
         .with_conn(crate::store::query::counts)

@@ -1,6 +1,6 @@
 //! `api.Registry`: each RPC is a query on the index, run on a blocking thread.
-use super::catalog::Catalog;
 use super::connection::Peer;
+use super::serving::ServedCatalog;
 use crate::api::server::registry_server::Registry;
 use crate::api::{
     ChannelEntry, GetAllProvidersRequest, GetAllReplacementsRequest, GetBundleInChannelRequest,
@@ -17,7 +17,7 @@ use tonic::{Request, Response, Status};
 type Streamed<T> = Pin<Box<dyn Stream<Item = Result<T, Status>> + Send>>;
 
 pub struct RegistryService {
-    pub catalog: Catalog,
+    pub catalog: ServedCatalog,
 }
 
 /// A stream of answers computed in full first: upstream sends nothing when the answer is an

@@ -6,6 +6,7 @@
 //! never crash-loop on its own cache — unless integrity is enforced, as opm does.
 use super::ingest::{IngestError, PARTIAL_PREFIX, PARTIAL_SUFFIX, Summary, build_index};
 use super::{Store, digest, schema};
+use crate::catalog::decode::LoadError;
 use crate::unfinished::ScratchDir;
 use std::path::{Path, PathBuf};
 use tracing::{info, warn};
@@ -43,7 +44,7 @@ pub enum Outcome {
 }
 
 /// An open index.
-pub struct Loaded {
+pub struct OpenIndex {
     pub store: Store,
     pub outcome: Outcome,
     /// The private directory the index lives in when there is no cache directory; it is
@@ -63,32 +64,45 @@ pub struct CacheOptions<'a> {
 }
 
 /// Opens the index for a catalog, building it when there is no usable one.
-pub fn open_or_build(opts: &CacheOptions<'_>) -> Result<Loaded, CacheError> {
-    let digest = tracing::info_span!(target: crate::SPAN_TARGET, "catalog.digest")
-        .in_scope(|| digest::catalog_digest(opts.catalog, schema::CURRENT_VERSION))
-        .map_err(|e| CacheError::Ingest(IngestError::Load(e)))?;
+///
+/// Only an index to compare with needs the catalog's digest before the ingest: without one
+/// (a cold start) the ingest computes it from its own reads, so each file is read once. A
+/// stale index costs two reads.
+pub fn open_or_build(opts: &CacheOptions<'_>) -> Result<OpenIndex, CacheError> {
     let Some(cache_dir) = opts.cache_dir else {
-        return build_in_scratch(opts.catalog, &digest);
+        return build_in_scratch(opts.catalog);
     };
     let index = index_path(cache_dir);
-    match Store::open(&index) {
-        Ok(store) if store.digest() == digest => {
+    let cached = Store::open(&index);
+    // Enforced integrity never rebuilds, so a catalog that cannot be read is refused here;
+    // otherwise the ingest refuses it, naming every file it cannot read as the loader does.
+    let digest = if opts.enforce_integrity {
+        Some(digest_pass(opts.catalog).map_err(|e| CacheError::Ingest(IngestError::Load(e)))?)
+    } else if cached.is_ok() {
+        digest_pass(opts.catalog).ok()
+    } else {
+        None
+    };
+    match cached {
+        Ok(store) if digest.as_deref() == Some(store.digest()) => {
             info!(cache = %index.display(), "catalog unchanged, serving the cached index");
-            return Ok(Loaded {
+            return Ok(OpenIndex {
                 store,
                 outcome: Outcome::Reused,
                 scratch: None,
             });
         }
         Ok(store) => {
-            let problem = format!(
-                "cache requires rebuild: cache reports digest as {:?}, but computed digest is {digest:?}",
-                store.digest()
-            );
-            if opts.enforce_integrity {
-                return Err(CacheError::Integrity(problem));
+            if let Some(digest) = &digest {
+                let problem = format!(
+                    "cache requires rebuild: cache reports digest as {:?}, but computed digest is {digest:?}",
+                    store.digest()
+                );
+                if opts.enforce_integrity {
+                    return Err(CacheError::Integrity(problem));
+                }
+                warn!(cache = %index.display(), "{problem}; rebuilding");
             }
-            warn!(cache = %index.display(), "{problem}; rebuilding");
         }
         Err(e) => {
             if opts.enforce_integrity {
@@ -110,7 +124,7 @@ pub fn open_or_build(opts: &CacheOptions<'_>) -> Result<Loaded, CacheError> {
     match std::fs::create_dir_all(dir).and_then(|()| tempfile::tempfile_in(dir)) {
         Ok(_probe) => {
             remove_partial_indexes(dir);
-            build(opts.catalog, &index, &digest, None)
+            build(opts.catalog, &index, digest.as_deref(), None)
         }
         Err(e) if opts.require_cache => Err(CacheError::Io(format!(
             "cache directory {} is not writable: {e}",
@@ -120,7 +134,7 @@ pub fn open_or_build(opts: &CacheOptions<'_>) -> Result<Loaded, CacheError> {
         // from a private index beats a crash loop.
         Err(e) => {
             warn!(cache = %cache_dir.display(), "cache directory is not writable ({e}); using a private one");
-            build_in_scratch(opts.catalog, &digest)
+            build_in_scratch(opts.catalog)
         }
     }
 }
@@ -129,19 +143,25 @@ pub fn index_path(cache_dir: &Path) -> PathBuf {
     cache_dir.join(CACHE_SUBDIR).join(INDEX_FILE)
 }
 
-fn build_in_scratch(catalog: &Path, digest: &str) -> Result<Loaded, CacheError> {
+/// The catalog's digest by a pass of its own, to compare with an index.
+fn digest_pass(catalog: &Path) -> Result<String, Vec<LoadError>> {
+    tracing::info_span!(target: crate::SPAN_TARGET, "catalog.digest")
+        .in_scope(|| digest::catalog_digest(catalog, schema::CURRENT_VERSION))
+}
+
+fn build_in_scratch(catalog: &Path) -> Result<OpenIndex, CacheError> {
     let scratch = ScratchDir::new("olm-registry-cache-")
         .map_err(|e| CacheError::Io(format!("creating a private cache directory: {e}")))?;
     let index = scratch.path().join(INDEX_FILE);
-    build(catalog, &index, digest, Some(scratch))
+    build(catalog, &index, None, Some(scratch))
 }
 
 fn build(
     catalog: &Path,
     index: &Path,
-    digest: &str,
+    digest: Option<&str>,
     scratch: Option<ScratchDir>,
-) -> Result<Loaded, CacheError> {
+) -> Result<OpenIndex, CacheError> {
     let summary = tracing::info_span!(target: crate::SPAN_TARGET, "catalog.ingest")
         .in_scope(|| build_index(catalog, index, digest))
         .map_err(CacheError::Ingest)?;
@@ -155,7 +175,7 @@ fn build(
     );
     let store =
         Store::open(index).map_err(|e| CacheError::Io(format!("opening the new index: {e}")))?;
-    Ok(Loaded {
+    Ok(OpenIndex {
         store,
         outcome: Outcome::Built(summary),
         scratch,

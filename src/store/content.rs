@@ -4,9 +4,14 @@
 //! request reads stored lines; nothing is re-encoded and nothing scans the catalog for a
 //! filter.
 use super::QueryError;
+use super::ingest::IngestError;
 use crate::catalog::json::write_canonical;
+use flate2::Compression;
+use flate2::write::GzEncoder;
 use rusqlite::{Connection, Statement, params};
 use serde_json::Value;
+use std::io::Write;
+use std::sync::mpsc;
 
 /// One document as catalogd stores it.
 pub struct Line {
@@ -43,19 +48,38 @@ impl Line {
     }
 }
 
-/// Appends lines in walk order during an ingest.
+/// Appends lines in walk order during an ingest, and gzips `/api/v1/all` beside it on a
+/// thread of its own, so that the compression overlaps the reading of the catalog.
 pub(super) struct ContentWriter<'c> {
     insert: Statement<'c>,
+    insert_gzip: Statement<'c>,
     offset: i64,
+    chunks: i64,
+    to_gzip: Option<mpsc::SyncSender<Vec<u8>>>,
+    gzipped: mpsc::Receiver<Vec<u8>>,
+    gzip: Option<std::thread::JoinHandle<std::io::Result<()>>>,
 }
+
+/// Size of the stored gzip chunks (the last one is shorter).
+const GZIP_CHUNK: usize = 256 << 10;
 
 impl<'c> ContentWriter<'c> {
     pub(super) fn new(conn: &'c Connection) -> rusqlite::Result<Self> {
+        // Lines waiting for the compressor are bounded; compressed chunks are taken by every
+        // `add`, so neither side holds more than a few chunks.
+        let (to_gzip, lines) = mpsc::sync_channel::<Vec<u8>>(64);
+        let (chunks, gzipped) = mpsc::channel();
+        let gzip = std::thread::spawn(move || compress(lines, chunks));
         Ok(ContentWriter {
             insert: conn.prepare(
                 "INSERT INTO content_line (offset, schema, package, name, line) VALUES (?1, ?2, ?3, ?4, ?5)",
             )?,
+            insert_gzip: conn.prepare("INSERT INTO content_gzip (seq, data) VALUES (?1, ?2)")?,
             offset: 0,
+            chunks: 0,
+            to_gzip: Some(to_gzip),
+            gzipped,
+            gzip: Some(gzip),
         })
     }
 
@@ -68,12 +92,43 @@ impl<'c> ContentWriter<'c> {
             line.text.as_bytes()
         ])?;
         self.offset += line.text.len() as i64;
+        // A compressor that has stopped has failed; `finish` reports why.
+        if let Some(to_gzip) = &self.to_gzip {
+            let _ = to_gzip.send(line.text.as_bytes().to_vec());
+        }
+        while let Ok(chunk) = self.gzipped.try_recv() {
+            self.store_chunk(&chunk)?;
+        }
         Ok(())
     }
 
-    /// The length of `/api/v1/all`, and when it was built (what `Last-Modified` says, kept
-    /// with the index so that a warm start says the same).
-    pub(super) fn finish(self, conn: &Connection) -> rusqlite::Result<()> {
+    fn store_chunk(&mut self, chunk: &[u8]) -> rusqlite::Result<()> {
+        self.insert_gzip.execute(params![self.chunks, chunk])?;
+        self.chunks += 1;
+        Ok(())
+    }
+
+    /// Stores the rest of the gzip stream, the length of `/api/v1/all`, and when it was built
+    /// (what `Last-Modified` says, kept with the index so that a warm start says the same).
+    pub(super) fn finish(mut self, conn: &Connection) -> Result<(), IngestError> {
+        drop(self.to_gzip.take());
+        let compressed = self.gzip.take().map(|thread| thread.join());
+        while let Ok(chunk) = self.gzipped.try_recv() {
+            self.store_chunk(&chunk)?;
+        }
+        match compressed {
+            Some(Ok(Ok(()))) | None => {}
+            Some(Ok(Err(e))) => {
+                return Err(IngestError::Storage(format!(
+                    "compressing the catalog: {e}"
+                )));
+            }
+            Some(Err(_)) => {
+                return Err(IngestError::Storage(
+                    "the catalog compressor failed".to_owned(),
+                ));
+            }
+        }
         let built = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_secs());
@@ -84,11 +139,34 @@ impl<'c> ContentWriter<'c> {
     }
 }
 
+/// Gzips the lines it receives into one stream, sending it on in chunks of [`GZIP_CHUNK`].
+/// The fast level: the catalog is mostly base64 manifests, which the slower levels shrink
+/// little more, and the compression must keep up with the ingest.
+fn compress(lines: mpsc::Receiver<Vec<u8>>, chunks: mpsc::Sender<Vec<u8>>) -> std::io::Result<()> {
+    let mut gz = GzEncoder::new(Vec::with_capacity(GZIP_CHUNK * 2), Compression::fast());
+    for line in lines {
+        gz.write_all(&line)?;
+        if gz.get_ref().len() >= GZIP_CHUNK {
+            let full = std::mem::replace(gz.get_mut(), Vec::with_capacity(GZIP_CHUNK * 2));
+            for chunk in full.chunks(GZIP_CHUNK) {
+                let _ = chunks.send(chunk.to_vec());
+            }
+        }
+    }
+    let rest = gz.finish()?;
+    for chunk in rest.chunks(GZIP_CHUNK) {
+        let _ = chunks.send(chunk.to_vec());
+    }
+    Ok(())
+}
+
 const CONTENT_BYTES: &str = "content_bytes";
 const BUILT_AT: &str = "built_at";
 
-fn blob<'r>(row: &'r rusqlite::Row<'_>) -> rusqlite::Result<&'r [u8]> {
-    row.get_ref(1)?.as_blob().map_err(rusqlite::Error::from)
+fn blob<'r>(row: &'r rusqlite::Row<'_>, column: usize) -> rusqlite::Result<&'r [u8]> {
+    row.get_ref(column)?
+        .as_blob()
+        .map_err(rusqlite::Error::from)
 }
 
 /// What every response about the content says.
@@ -135,7 +213,7 @@ pub fn read_range(
     let mut rows = stmt.query(params![from as i64, to as i64])?;
     while let Some(row) = rows.next()? {
         let offset = row.get::<_, i64>(0)? as u64;
-        let line = blob(row)?;
+        let line = blob(row, 1)?;
         let end = offset + line.len() as u64;
         let lo = from.saturating_sub(offset) as usize;
         let hi = (end.min(to) - offset) as usize;
@@ -147,6 +225,29 @@ pub fn read_range(
         }
     }
     Ok(out.len() - start)
+}
+
+/// Appends to `out` the stored gzip chunks of `/api/v1/all` from chunk `from` on, stopping
+/// once `out` has `budget` bytes or more. Returns how many chunks it appended.
+pub fn read_gzip(
+    conn: &Connection,
+    from: i64,
+    budget: usize,
+    out: &mut Vec<u8>,
+) -> Result<i64, QueryError> {
+    let start = out.len();
+    let mut stmt =
+        conn.prepare_cached("SELECT data FROM content_gzip WHERE seq >= ?1 ORDER BY seq")?;
+    let mut rows = stmt.query([from])?;
+    let mut read = 0;
+    while let Some(row) = rows.next()? {
+        out.extend_from_slice(blob(row, 0)?);
+        read += 1;
+        if out.len() - start >= budget {
+            break;
+        }
+    }
+    Ok(read)
 }
 
 /// A `/api/v1/metas` filter: the documents whose fields equal every value given.
@@ -197,7 +298,7 @@ pub fn read_metas(
     let mut last = None;
     while let Some(row) = rows.next()? {
         last = Some(row.get::<_, i64>(0)?);
-        out.extend_from_slice(blob(row)?);
+        out.extend_from_slice(blob(row, 1)?);
         if out.len() - start >= budget {
             break;
         }
@@ -252,6 +353,31 @@ mod tests {
             read_range(&conn, facts.length, facts.length, 1, &mut out).unwrap(),
             0
         );
+    }
+
+    #[test]
+    fn the_stored_gzip_inflates_to_the_whole() {
+        let docs: Vec<Value> = (0..5000)
+            .map(|i| serde_json::json!({"schema": "s", "name": format!("n{i}"), "x": i * 7919 % 1000}))
+            .collect();
+        let conn = store(&docs);
+        let facts = facts(&conn).unwrap();
+        let mut all = Vec::new();
+        read_range(&conn, 0, facts.length, usize::MAX, &mut all).unwrap();
+        let mut gz = Vec::new();
+        let mut next = 0;
+        loop {
+            let read = read_gzip(&conn, next, 1, &mut gz).unwrap();
+            if read == 0 {
+                break;
+            }
+            next += read;
+        }
+        let mut inflated = Vec::new();
+        std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(&gz[..]), &mut inflated)
+            .unwrap();
+        assert_eq!(inflated, all);
+        assert_eq!(all.len() as u64, facts.length);
     }
 
     #[test]

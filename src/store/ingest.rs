@@ -6,6 +6,7 @@
 //! Everything happens in one transaction on a new file that replaces the target only when
 //! complete: a failed ingest leaves nothing behind.
 use super::content::{ContentWriter, Line};
+use super::digest::{DigestOfReads, DigestThread, catalog_digest};
 use super::encode::{encode_edges, encode_objects, encode_tail};
 use super::schema::{self, Stage};
 use crate::api;
@@ -13,7 +14,7 @@ use crate::catalog::decode::{LoadError, describe_load_errors};
 use crate::catalog::model::{Model, ModelPackage, ValidationError};
 use crate::catalog::property::{self, Typed};
 use crate::catalog::walk::{CatalogFile, read_file_seeing, read_in_order};
-use crate::catalog::{self, Bundle, DeclarativeConfig, Document, Meta};
+use crate::catalog::{self, Bundle, ChannelEntry, DeclarativeConfig, Document, Gvk, Meta};
 use prost::Message;
 use rusqlite::{Connection, params};
 use std::collections::HashMap;
@@ -76,8 +77,16 @@ enum Parsed {
     Other(Document),
 }
 
-/// A file's bytes, its documents, and their catalogd lines.
-type FileResult = Result<(u64, Vec<Parsed>, Vec<Line>), Vec<LoadError>>;
+/// A file as the writer takes it.
+struct ParsedFile {
+    rel: String,
+    /// What was read, when the writer digests it.
+    data: Option<Vec<u8>>,
+    bytes: u64,
+    documents: Vec<Parsed>,
+    /// The documents' catalogd lines.
+    lines: Vec<Line>,
+}
 
 /// The name of the file an ingest writes before renaming it into place: `.index-*.db.partial`,
 /// locked (`flock`) by the process writing it.
@@ -85,7 +94,13 @@ pub const PARTIAL_PREFIX: &str = ".index-";
 pub const PARTIAL_SUFFIX: &str = ".db.partial";
 
 /// Builds the index for the FBC at `catalog` into `target`, replacing it only on success.
-pub fn build_index(catalog: &Path, target: &Path, digest: &str) -> Result<Summary, IngestError> {
+/// The index records `digest`, the catalog's content digest; without one, it is computed
+/// from the ingest's own reads.
+pub fn build_index(
+    catalog: &Path,
+    target: &Path,
+    digest: Option<&str>,
+) -> Result<Summary, IngestError> {
     let started = Instant::now();
     let files = catalog::walk::catalog_files(catalog).map_err(IngestError::Load)?;
     let dir = target.parent().unwrap_or(Path::new("."));
@@ -140,7 +155,7 @@ fn load(
     root: &Path,
     files: &[CatalogFile],
     conn: &Connection,
-    digest: &str,
+    digest: Option<&str>,
 ) -> Result<Summary, IngestError> {
     let mut writer = Writer::new(conn)?;
     let mut content = ContentWriter::new(conn)?;
@@ -149,24 +164,48 @@ fn load(
         files: files.len(),
         ..Default::default()
     };
-    read_in_order(files, parse_file, |result| {
-        match result {
-            Ok((bytes, docs, lines)) => {
-                summary.bytes += bytes;
-                for doc in docs {
-                    writer.add(doc, &mut errors)?;
+    let reads = match digest {
+        Some(_) => None,
+        None => Some(
+            DigestOfReads::new(root, schema::CURRENT_VERSION, files).map_err(IngestError::Load)?,
+        ),
+    };
+    let keep_data = reads.is_some();
+    let parse = |file: &CatalogFile| parse_file(file, keep_data);
+    let (read, reads) = std::thread::scope(|scope| {
+        let reads = reads.map(|r| r.on_thread(scope));
+        let read = read_in_order(files, parse, |result| {
+            match result {
+                Ok(file) => {
+                    summary.bytes += file.bytes;
+                    if let (Some(reads), Some(data)) = (&reads, file.data) {
+                        reads.add(file.rel, data);
+                    }
+                    for doc in file.documents {
+                        writer.add(doc, &mut errors)?;
+                    }
+                    for line in &file.lines {
+                        content.add(line)?;
+                    }
                 }
-                for line in &lines {
-                    content.add(line)?;
-                }
+                Err(e) => errors.extend(e),
             }
-            Err(e) => errors.extend(e),
-        }
-        Ok::<_, IngestError>(())
-    })?;
+            Ok::<_, IngestError>(())
+        });
+        (read, reads.map(DigestThread::finish))
+    });
+    read?;
     if !errors.is_empty() {
         return Err(IngestError::Load(errors));
     }
+    let digest = match reads {
+        None => digest.unwrap_or_default().to_owned(),
+        Some(reads) => match reads.map_err(IngestError::Load)? {
+            Some(digest) => digest,
+            // The reads came in too far from the digest's order: read again.
+            None => catalog_digest(root, schema::CURRENT_VERSION).map_err(IngestError::Load)?,
+        },
+    };
     content.finish(conn)?;
     let Writer {
         dc,
@@ -182,7 +221,7 @@ fn load(
     summary.custom_documents = custom_documents;
     let mut info = conn.prepare("INSERT INTO info (key, value) VALUES (?1, ?2)")?;
     for (key, value) in [
-        ("digest", digest.to_owned()),
+        ("digest", digest),
         ("source", root.display().to_string()),
         ("packages", summary.packages.to_string()),
         ("bundles", summary.bundles.to_string()),
@@ -198,10 +237,10 @@ fn load(
 }
 
 /// A file as the writer takes it: each bundle's manifests split off its properties.
-fn parse_file(file: &CatalogFile) -> FileResult {
+fn parse_file(file: &CatalogFile, keep_data: bool) -> Result<ParsedFile, Vec<LoadError>> {
     let mut lines = Vec::new();
     let read = read_file_seeing(file, &mut |doc| lines.push(Line::of(doc)))?;
-    let parsed = read
+    let documents = read
         .documents
         .into_iter()
         .map(|(doc, objects)| match doc {
@@ -219,7 +258,13 @@ fn parse_file(file: &CatalogFile) -> FileResult {
             other => Parsed::Other(other),
         })
         .collect();
-    Ok((read.bytes, parsed, lines))
+    Ok(ParsedFile {
+        rel: file.rel.clone(),
+        bytes: read.data.len() as u64,
+        data: keep_data.then_some(read.data),
+        documents,
+        lines,
+    })
 }
 
 fn is_csv(json: &str) -> bool {
@@ -344,11 +389,38 @@ fn to_value(v: &serde_json::Value) -> prost_types::Value {
 
 /// Writes the validated model: packages, channels, bundles and one entry per (channel,
 /// bundle) in ListBundles order. Returns (bundles, entries).
+/// Writes the validated graph; returns how many bundles and entries it holds.
 fn write_model(
     conn: &Connection,
     model: &Model,
     manifests: &HashMap<(String, String), (i64, bool)>,
 ) -> Result<(usize, usize), IngestError> {
+    let (bundle_ids, mut entries) = write_packages(conn, model, manifests)?;
+    entries.sort_by(|a, b| {
+        (a.channel, a.package, &a.entry.name).cmp(&(b.channel, b.package, &b.entry.name))
+    });
+    write_entries(conn, &bundle_ids, &entries)?;
+    Ok((bundle_ids.len(), entries.len()))
+}
+
+/// A channel entry as the entry table holds it.
+struct EntryRow<'m> {
+    channel: &'m str,
+    package: &'m str,
+    entry: &'m ChannelEntry,
+    is_head: bool,
+}
+
+/// Bundle row ids by (package, bundle).
+type BundleIds<'m> = HashMap<(&'m str, &'m str), i64>;
+
+/// Writes packages, channels and bundles; returns the bundles' row ids and the channels'
+/// entries, which are written once every bundle has its id.
+fn write_packages<'m>(
+    conn: &Connection,
+    model: &'m Model,
+    manifests: &HashMap<(String, String), (i64, bool)>,
+) -> Result<(BundleIds<'m>, Vec<EntryRow<'m>>), IngestError> {
     let mut insert_package =
         conn.prepare("INSERT INTO package (name, default_channel, message) VALUES (?1, ?2, ?3)")?;
     let mut insert_channel =
@@ -369,7 +441,12 @@ fn write_model(
         for ch in pkg.channels.values() {
             insert_channel.execute(params![pkg.name, ch.name, ch.head])?;
             for e in &ch.entries {
-                entries.push((ch.name.as_str(), pkg.name.as_str(), e, ch.head == e.name));
+                entries.push(EntryRow {
+                    channel: &ch.name,
+                    package: &pkg.name,
+                    entry: e,
+                    is_head: ch.head == e.name,
+                });
             }
         }
         for b in pkg.bundles.values() {
@@ -402,16 +479,24 @@ fn write_model(
             bundle_ids.insert((pkg.name.as_str(), b.name.as_str()), id);
         }
     }
-    entries.sort_by(|a, b| (a.0, a.1, &a.2.name).cmp(&(b.0, b.1, &b.2.name)));
+    Ok((bundle_ids, entries))
+}
+
+fn write_entries(
+    conn: &Connection,
+    bundle_ids: &BundleIds<'_>,
+    entries: &[EntryRow<'_>],
+) -> Result<(), IngestError> {
     let mut insert_entry = conn.prepare(
         "INSERT INTO entry (package, channel, bundle, bundle_id, replaces, is_head, tail, edges)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
     )?;
     let mut insert_skip =
         conn.prepare("INSERT INTO skip (entry_id, ord, name) VALUES (?1, ?2, ?3)")?;
-    for (channel, pkg, e, is_head) in &entries {
+    for row in entries {
+        let (channel, pkg, e) = (row.channel, row.package, row.entry);
         let bundle_id = bundle_ids
-            .get(&(*pkg, e.name.as_str()))
+            .get(&(pkg, e.name.as_str()))
             .ok_or_else(|| IngestError::Storage(format!("entry {:?} has no bundle", e.name)))?;
         let id = insert_entry.insert(params![
             pkg,
@@ -419,7 +504,7 @@ fn write_model(
             e.name,
             bundle_id,
             e.replaces,
-            is_head,
+            row.is_head,
             encode_tail(channel, &e.skip_range),
             encode_edges(&e.replaces, &e.skips)
         ])?;
@@ -427,7 +512,7 @@ fn write_model(
             insert_skip.execute(params![id, ord as i64, skip])?;
         }
     }
-    Ok((bundle_ids.len(), entries.len()))
+    Ok(())
 }
 
 fn encode_package(pkg: &ModelPackage) -> api::Package {
@@ -475,10 +560,10 @@ impl BundleFacts {
             properties: Vec::new(),
             csv_metadata: None,
         };
-        let gvk = |group: &str, version: &str, kind: &str| api::GroupVersionKind {
-            group: group.to_owned(),
-            version: version.to_owned(),
-            kind: kind.to_owned(),
+        let gvk = |g: Gvk| api::GroupVersionKind {
+            group: g.group,
+            version: g.version,
+            kind: g.kind,
             plural: String::new(),
         };
         for p in &b.properties {
@@ -489,17 +574,9 @@ impl BundleFacts {
                 }
                 Ok(Typed::BundleObject { .. }) => continue,
                 Ok(Typed::Package { version, .. }) => facts.version = version,
-                Ok(Typed::Gvk {
-                    group,
-                    version,
-                    kind,
-                }) => facts.provided.push(gvk(&group, &version, &kind)),
-                Ok(Typed::GvkRequired {
-                    group,
-                    version,
-                    kind,
-                }) => {
-                    facts.required.push(gvk(&group, &version, &kind));
+                Ok(Typed::Gvk(g)) => facts.provided.push(gvk(g)),
+                Ok(Typed::GvkRequired(g)) => {
+                    facts.required.push(gvk(g));
                     facts.dependencies.push(api::Dependency {
                         r#type: "olm.gvk".to_owned(),
                         value: p.value.clone(),

@@ -307,3 +307,59 @@ async fn a_broken_catalog_does_not_replace_a_good_cached_index() {
     let server = Server::serving(dir.path(), &flags).await;
     server.wait_for_log("catalog unchanged").await;
 }
+
+/// The loader (`validate`) and the ingest (`serve`) read catalogs through one reader: a
+/// catalog they cannot read is refused in the same words, every unreadable file named, on a
+/// cold start and beside a stale index (which takes a digest pass first) alike.
+#[test]
+fn validate_and_serve_refuse_an_unreadable_catalog_in_the_same_words() {
+    let good = [PACKAGE, STABLE_V1, &bundle("1.0.0")].join("\n");
+    let dir = catalog(&[("catalog.json", good)]);
+    let root = dir.path().to_str().unwrap();
+    let stale = tempfile::tempdir().unwrap();
+    let stale_cache = stale.path().to_str().unwrap();
+    let (code, _, stderr) = run(&["serve", root, "--cache-only", "--cache-dir", stale_cache]);
+    assert_eq!(code, 0, "{stderr}");
+    let too_large = format!(
+        "{{\"schema\":\"olm.package\",\"name\":\"{}\"}}",
+        "x".repeat(600)
+    );
+    let bad_object = r#"{"schema":"olm.bundle","package":"foo","name":"foo.v2","properties":[{"type":"olm.bundle.object","value":{"data":"!!!"}}]}"#;
+    for (name, text) in [
+        ("big-1.json", too_large.as_str()),
+        ("big-2.json", too_large.as_str()),
+        ("object.json", bad_object),
+        ("truncated.json", r#"{"schema":"olm.package""#),
+    ] {
+        std::fs::write(dir.path().join(name), text).unwrap();
+    }
+    let expected = "the catalog has 4 unreadable document(s):\n  \
+        big-1.json: larger than 512 bytes, the most a catalog file may hold (see --max-file-size)\n  \
+        big-2.json: larger than 512 bytes, the most a catalog file may hold (see --max-file-size)\n  \
+        object.json:1: package \"foo\" bundle \"foo.v2\": property \"olm.bundle.object\": illegal base64 data at input byte 0\n  \
+        truncated.json:1: invalid JSON: EOF while parsing an object at line 1 column 23\n";
+
+    let (code, stdout, stderr) = run(&["validate", "--max-file-size", "512", root]);
+    assert_eq!((code, stdout + &stderr), (1, expected.to_owned()));
+    let cold = tempfile::tempdir().unwrap();
+    for cache in [cold.path().to_str().unwrap(), stale_cache] {
+        let log = tempfile::NamedTempFile::new().unwrap();
+        let (code, _, stderr) = run(&[
+            "serve",
+            root,
+            "--max-file-size",
+            "512",
+            "--cache-only",
+            "--cache-dir",
+            cache,
+            "-t",
+            log.path().to_str().unwrap(),
+        ]);
+        assert_eq!(code, 1, "{stderr}");
+        assert_eq!(
+            std::fs::read_to_string(log.path()).unwrap(),
+            expected,
+            "{cache}"
+        );
+    }
+}

@@ -631,3 +631,33 @@ async fn https_with_a_certificate_pair() {
         "{stderr}"
     );
 }
+
+/// catalogd's request duration histogram, by code, on the metrics listener.
+#[tokio::test]
+async fn request_durations_are_counted_by_code() {
+    let (server, base) = serve(
+        &fixture("catalogd/tiny"),
+        &["--metrics-addr", "127.0.0.1:0"],
+    )
+    .await;
+    server.wait_for_log("serving metrics on http://").await;
+    let log = server.log();
+    let metrics = log
+        .lines()
+        .find_map(|l| l.split("serving metrics on ").nth(1))
+        .unwrap()
+        .trim_end_matches('"')
+        .to_owned();
+    get(&format!("{base}/catalogs/tiny/api/v1/all"), &[]).await;
+    get(&format!("{base}/catalogs/tiny/api/v1/all"), &[]).await;
+    get(&format!("{base}/catalogs/nope/api/v1/all"), &[]).await;
+    let text = get(&metrics, &[]).await.text();
+    for (code, count) in [("200", 2), ("404", 1), ("304", 0)] {
+        let line =
+            format!("catalogd_http_request_duration_seconds_count{{code=\"{code}\"}} {count}");
+        assert!(text.lines().any(|l| l == line), "{line} missing:\n{text}");
+    }
+    assert!(
+        text.contains("catalogd_http_request_duration_seconds_bucket{code=\"200\",le=\"0.1\"}")
+    );
+}

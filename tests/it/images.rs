@@ -589,6 +589,7 @@ async fn a_5_mib_manifest_is_refused() {
         .await
         .unwrap_err();
     assert_eq!(err.message, too_big(&format!("manifest {huge}")));
+    assert_eq!(err.kind, olm_registry::image::ErrorKind::InvalidContent);
     // Waited for off the runtime, which closes the connection the client gave up on.
     let sent = tokio::task::spawn_blocking(move || sent.recv_timeout(Duration::from_secs(60)))
         .await
@@ -781,4 +782,27 @@ fn a_connection_cut_mid_blob_is_retried_and_never_cached_half() {
         olm_registry::image::layout::digest_of(&config),
         format!("sha256:{}", blobs[0].file_name().to_string_lossy())
     );
+}
+
+/// Callers branch on what went wrong, not on its words: an image the registry does not have,
+/// and a registry that is not there (retried first, as only that kind is).
+#[tokio::test]
+async fn pull_errors_say_their_kind() {
+    use olm_registry::image::{ErrorKind, ImageRef};
+    let reg = TestRegistry::plain();
+    let cache = tempfile::tempdir().unwrap();
+    let missing = ImageRef::parse(&format!("{}/nothing/here:v1", reg.addr)).unwrap();
+    let err = client(&reg.addr, cache.path())
+        .pull(&missing)
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind, ErrorKind::NotFound, "{err}");
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .to_string();
+    let gone = ImageRef::parse(&format!("{closed}/nothing/here:v1")).unwrap();
+    let err = client(&closed, cache.path()).pull(&gone).await.unwrap_err();
+    assert_eq!(err.kind, ErrorKind::Unavailable, "{err}");
 }

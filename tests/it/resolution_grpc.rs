@@ -399,6 +399,13 @@ async fn invalid_requests_are_refused_naming_the_field() {
         });
     let mut same_name = deadlock(&pair);
     same_name.catalogs[1].name = "primary".into();
+    // The cluster's version is the request's (it was FAILED_PRECONDITION, as if the
+    // catalogs were at fault).
+    let mut bad_version = deadlock(&pair);
+    bad_version.cluster = Some(ClusterFacts {
+        openshift_version: "four".into(),
+        ..ClusterFacts::default()
+    });
     for (request, message) in [
         (no_mode, "mode: required (MODE_CLASSIC or MODE_V1)"),
         (no_package, "subscriptions[1].package: required"),
@@ -410,6 +417,11 @@ async fn invalid_requests_are_refused_naming_the_field() {
         (
             same_name,
             "catalogs[1].name: \"primary\" is also the name of catalogs[0]",
+        ),
+        (
+            bad_version,
+            "cluster.openshiftVersion: failed to parse cluster version \"four\": \
+             Invalid character(s) found in major number \"0four\"",
         ),
     ] {
         let status = client.resolve(request).await.unwrap_err();

@@ -32,6 +32,8 @@ enum Bundles {
         release: watch::Receiver<bool>,
         fail: bool,
     },
+    /// Sends one bundle without an image, whose manifests only GetBundle would give.
+    Imageless,
 }
 
 /// A catalog server of one package, `big`, whose channel `stable` holds `big.v1.0.0`.
@@ -41,7 +43,11 @@ struct Fake {
 }
 
 fn bundle(csv_json: String) -> RawMessage {
-    let b = api::Bundle {
+    RawMessage(big(csv_json).encode_to_vec().into())
+}
+
+fn big(csv_json: String) -> api::Bundle {
+    api::Bundle {
         csv_name: "big.v1.0.0".into(),
         package_name: "big".into(),
         channel_name: "stable".into(),
@@ -53,8 +59,7 @@ fn bundle(csv_json: String) -> RawMessage {
         }],
         version: "1.0.0".into(),
         ..api::Bundle::default()
-    };
-    RawMessage(b.encode_to_vec().into())
+    }
 }
 
 fn unimplemented<T>() -> Result<T, Status> {
@@ -112,6 +117,13 @@ impl Registry for Fake {
                     Ok(bundle(String::new()))
                 };
                 Box::pin(tokio_stream::once(answer))
+            }
+            Bundles::Imageless => {
+                let b = api::Bundle {
+                    bundle_path: String::new(),
+                    ..big(String::new())
+                };
+                Box::pin(tokio_stream::once(Ok(RawMessage(b.encode_to_vec().into()))))
             }
         };
         Ok(Response::new(stream))
@@ -354,6 +366,26 @@ async fn a_closed_port_fails_at_once_naming_the_address() {
          Connection refused (os error 111)"
     );
     assert_eq!(answer, unread(&error));
+}
+
+/// The install plan of a bundle without an image holds its manifests; a catalog server that
+/// does not send them leaves the plan unmade for now: UNAVAILABLE (another try may
+/// succeed), not FAILED_PRECONDITION, which says the catalogs rule the answer out.
+#[tokio::test]
+async fn manifests_a_catalog_server_does_not_send_are_unavailable() {
+    let fake = fake(Bundles::Imageless).await;
+    let server = primary(&[&fake.addr], &[]).await;
+    let status = resolve(&server, subscribe_big(&fake.addr))
+        .await
+        .unwrap_err();
+    let message = format!(
+        "failed to turn bundle into steps: catalog server {} failed GetBundle: not in this fake",
+        fake.addr
+    );
+    assert_eq!(
+        (status.code(), status.message()),
+        (Code::Unavailable, message.as_str())
+    );
 }
 
 const WAITERS: usize = 8;

@@ -10,11 +10,11 @@ use std::collections::{BTreeSet, HashMap};
 use olm_registry::catalog::semver::{Range, Version};
 use olm_registry::catalog::types::{
     Bundle, Channel, ChannelEntry, DeclarativeConfig, DeprecationEntry, DeprecationReference,
-    Deprecations, Package, Property,
+    Deprecations, Gvk, Package, Property,
 };
 use olm_registry::resolve::classic::chain::Links;
 use olm_registry::resolve::classic::{
-    self, CatalogSource, ClassicError, ClassicRequest, Gvk, InstallPlan, InstalledCsv, PlanStep,
+    self, CatalogSource, ClassicError, ClassicRequest, InstallPlan, InstalledCsv, PlanStep,
     Subscription, UpgradeStrategy,
 };
 use olm_registry::resolve::openshift::{self, BlockReason};
@@ -679,7 +679,7 @@ fn run_classic(s: &Value, seen: &HashMap<String, Value>) -> Check {
         }
         let catalogs = classic_catalogs(s, installed, seen)?;
         let request = classic_request(installed, &catalogs, &apis).map_err(within)?;
-        let got = classic::resolve(&request.borrow());
+        let got = classic::resolve_namespace(&request.borrow());
         classic_expectation(&request, got, expect).map_err(within)?;
     }
     Ok(())
@@ -1798,7 +1798,7 @@ fn v1_expectation(
             content: &c.content,
         })
         .collect();
-    let got = v1::resolve(&borrowed, request);
+    let got = v1::resolve_extension(&borrowed, request);
     let text = |key: &str| scalar(required(expect, key, path)?, &join(path, key));
     if field(expect, "error").is_some() {
         return expect_eq("error", got.err(), Some(text("error")?));
@@ -1891,7 +1891,11 @@ fn v1_dependency_case(case: &Value, path: &str, wrapping: Option<&Value>) -> Che
     let want = wrapping
         .replace("<error above>", &error)
         .replace("<name>", "p.v1.0.0");
-    expect_eq("error", v1::resolve(&catalog, &request).err(), Some(want))
+    expect_eq(
+        "error",
+        v1::resolve_extension(&catalog, &request).err(),
+        Some(want),
+    )
 }
 
 /// Sorts bundle names by version+release, best first, and keeps those `keep` accepts.
@@ -2230,7 +2234,7 @@ fn openshift_never_resolves(expect: &str) -> Check {
             }],
             ..Default::default()
         };
-        classic::resolve(&request)
+        classic::resolve_namespace(&request)
             .map(|ops| ops.iter().map(|o| o.id()).collect::<Vec<_>>())
             .map_err(|e| e.to_string())
     };
@@ -2242,7 +2246,7 @@ fn openshift_never_resolves(expect: &str) -> Check {
             available: true,
             content: dc,
         }];
-        v1::resolve(
+        v1::resolve_extension(
             &catalogs,
             &V1Request {
                 package: "p".into(),

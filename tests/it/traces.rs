@@ -80,7 +80,7 @@ async fn spans_of_calls_and_load_phases_reach_an_otlp_receiver() {
             "/api.Registry/GetPackage",
             "/api.Registry/GetPackage",
             "/grpc.health.v1.Health/Watch",
-            "catalog.digest",
+            // A cold start digests the catalog as it ingests it: no phase of its own.
             "catalog.ingest",
             "catalog.load",
         ]
@@ -93,12 +93,10 @@ async fn spans_of_calls_and_load_phases_reach_an_otlp_receiver() {
     codes.sort();
     assert_eq!(codes, [Some(0), Some(2)]);
     let load = spans.iter().find(|s| s.name == "catalog.load").unwrap();
-    for phase in ["catalog.digest", "catalog.ingest"] {
-        let span = spans.iter().find(|s| s.name == phase).unwrap();
-        assert_eq!(
-            (&span.trace_id, &span.parent_span_id),
-            (&load.trace_id, &load.span_id),
-            "{phase} is a phase of the load"
-        );
-    }
+    let ingest = spans.iter().find(|s| s.name == "catalog.ingest").unwrap();
+    assert_eq!(
+        (&ingest.trace_id, &ingest.parent_span_id),
+        (&load.trace_id, &load.span_id),
+        "the ingest is a phase of the load"
+    );
 }

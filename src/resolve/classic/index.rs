@@ -2,6 +2,7 @@
 //! searched for by testing every entry of every catalog against every requirement.
 use std::collections::{BTreeSet, HashMap};
 
+use crate::catalog::Gvk;
 use crate::catalog::property::{GVK, PACKAGE};
 use crate::resolve::predicate::{LABEL, Predicate};
 
@@ -9,7 +10,7 @@ use super::prepared::Entry;
 
 #[derive(Default)]
 pub struct ProviderIndex {
-    gvk: HashMap<(String, String, String), Vec<usize>>,
+    gvk: HashMap<Gvk, Vec<usize>>,
     package: HashMap<String, Vec<usize>>,
     label: HashMap<String, Vec<usize>>,
 }
@@ -29,11 +30,11 @@ impl ProviderIndex {
                 };
                 let field = |k: &str| value.get(k).and_then(|v| v.as_str()).unwrap_or_default();
                 if p.kind == GVK {
-                    let key = (
-                        field("group").to_owned(),
-                        field("version").to_owned(),
-                        field("kind").to_owned(),
-                    );
+                    let key = Gvk {
+                        group: field("group").to_owned(),
+                        version: field("version").to_owned(),
+                        kind: field("kind").to_owned(),
+                    };
                     index.gvk.entry(key).or_default().push(e);
                 } else if p.kind == PACKAGE && field("packageName") != entry.package {
                     index
@@ -58,15 +59,7 @@ impl ProviderIndex {
     pub fn candidates(&self, predicate: &Predicate) -> Option<BTreeSet<usize>> {
         let found = |list: Option<&Vec<usize>>| list.into_iter().flatten().copied().collect();
         match predicate {
-            Predicate::Gvk {
-                group,
-                version,
-                kind,
-            } => Some(found(self.gvk.get(&(
-                group.clone(),
-                version.clone(),
-                kind.clone(),
-            )))),
+            Predicate::Gvk(gvk) => Some(found(self.gvk.get(gvk))),
             Predicate::Package { name, .. } => Some(found(self.package.get(name))),
             Predicate::Label(label) => Some(found(self.label.get(label))),
             // Every child must hold, so any narrowed child bounds the whole.

@@ -5,7 +5,7 @@
 //!
 //! What depends only on a catalog's content is kept in a [`PreparedCatalog`], which a
 //! server makes once per catalog snapshot and hands to [`resolve_prepared`] with every
-//! request; [`resolve`] prepares the request's catalogs on the fly.
+//! request; [`resolve_namespace`] prepares the request's catalogs on the fly.
 mod builder;
 pub mod chain;
 mod index;
@@ -17,7 +17,7 @@ mod universe;
 
 pub use prepared::PreparedCatalog;
 pub use request::{
-    CatalogSource, ClassicError, ClassicRequest, Gvk, InstalledCsv, Refusal, ResolvedOperator,
+    CatalogSource, ClassicError, ClassicRequest, InstalledCsv, Refusal, ResolvedOperator,
     Subscription, UpgradeStrategy,
 };
 pub use requirements::requirements;
@@ -31,7 +31,7 @@ use universe::Universe;
 /// Resolves the namespace: the catalog bundles to install or upgrade to, with the reason
 /// for each (`replaces`, `starting_csv`). Operators that stay as installed are not listed.
 /// The answer depends only on the request, in request order.
-pub fn resolve(req: &ClassicRequest<'_>) -> Result<Vec<ResolvedOperator>, ClassicError> {
+pub fn resolve_namespace(req: &ClassicRequest<'_>) -> Result<Vec<ResolvedOperator>, ClassicError> {
     let prepared: Vec<PreparedCatalog> = req
         .catalogs
         .iter()
@@ -41,7 +41,7 @@ pub fn resolve(req: &ClassicRequest<'_>) -> Result<Vec<ResolvedOperator>, Classi
     resolve_prepared(req, &prepared)
 }
 
-/// [`resolve`] with the catalogs already prepared: `prepared[i]` is the content of
+/// [`resolve_namespace`] with the catalogs already prepared: `prepared[i]` is the content of
 /// `req.catalogs[i]` (whose `content` is then not read).
 pub fn resolve_prepared(
     req: &ClassicRequest<'_>,

@@ -7,6 +7,7 @@ use std::collections::{HashMap, HashSet};
 
 use serde_json::json;
 
+use crate::catalog::Gvk;
 use crate::catalog::property::{BUNDLE_OBJECT, GVK, PACKAGE};
 use crate::catalog::semver::{Range, Version};
 use crate::catalog::types::{Bundle, ChannelEntry, DeclarativeConfig, Property};
@@ -91,7 +92,7 @@ pub struct Group {
 /// A GVK, package-range or label requirement, compared structurally.
 #[derive(Clone, PartialEq, Eq, Hash)]
 pub enum SimpleRequirement {
-    Gvk(String, String, String),
+    Gvk(Gvk),
     Package(String, String),
     Label(String),
 }
@@ -99,15 +100,7 @@ pub enum SimpleRequirement {
 impl SimpleRequirement {
     pub fn of(predicate: &Predicate) -> Option<SimpleRequirement> {
         match predicate {
-            Predicate::Gvk {
-                group,
-                version,
-                kind,
-            } => Some(SimpleRequirement::Gvk(
-                group.clone(),
-                version.clone(),
-                kind.clone(),
-            )),
+            Predicate::Gvk(gvk) => Some(SimpleRequirement::Gvk(gvk.clone())),
             Predicate::Package {
                 name, range_text, ..
             } => Some(SimpleRequirement::Package(name.clone(), range_text.clone())),

@@ -1,7 +1,9 @@
 //! What a classic resolution is asked (resolution spec §2.1) and what it answers (§2.10).
 use std::fmt;
 
-use crate::catalog::types::{DeclarativeConfig, Property};
+use serde::Deserialize;
+
+use crate::catalog::types::{DeclarativeConfig, Gvk, Property};
 
 use crate::resolve::solver::SolveError;
 
@@ -62,13 +64,6 @@ pub struct InstalledCsv {
     pub required_apis: Vec<Gvk>,
 }
 
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Gvk {
-    pub group: String,
-    pub version: String,
-    pub kind: String,
-}
-
 #[derive(Clone, Debug, Default)]
 pub struct Subscription {
     pub name: String,
@@ -84,7 +79,8 @@ pub struct Subscription {
     pub current_csv: String,
 }
 
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+/// The OperatorGroup's `upgradeStrategy`, named as in its YAML.
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
 pub enum UpgradeStrategy {
     #[default]
     Default,

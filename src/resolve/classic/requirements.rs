@@ -2,10 +2,10 @@
 //! is a hard error for the whole resolution, not an unsatisfiable result.
 use serde_json::Value;
 
-use crate::catalog::kind_name;
 use crate::catalog::property::{GVK_REQUIRED, PACKAGE_REQUIRED};
 use crate::catalog::semver::Range;
 use crate::catalog::types::Property;
+use crate::catalog::{Gvk, kind_name};
 use crate::resolve::go_json::{Read, syntax_error};
 use crate::resolve::olm_constraint::OlmConstraint;
 use crate::resolve::predicate::Predicate;
@@ -22,11 +22,11 @@ pub fn requirements(properties: &[Property]) -> Result<Vec<Predicate>, String> {
         let predicate = match p.kind.as_str() {
             GVK_REQUIRED => {
                 let [group, version, kind] = string_fields(&p.value, ["group", "version", "kind"])?;
-                Predicate::Gvk {
+                Predicate::Gvk(Gvk {
                     group,
                     version,
                     kind,
-                }
+                })
             }
             PACKAGE_REQUIRED => {
                 let [name, range_text] = string_fields(&p.value, ["packageName", "versionRange"])?;

@@ -1,5 +1,7 @@
 use super::*;
-use crate::catalog::types::{Bundle, Channel, ChannelEntry, DeclarativeConfig, Package, Property};
+use crate::catalog::types::{
+    Bundle, Channel, ChannelEntry, DeclarativeConfig, Gvk, Package, Property,
+};
 use crate::resolve::solver::SolveError;
 
 fn entry(name: &str, replaces: &str) -> ChannelEntry {
@@ -73,7 +75,7 @@ fn request<'a>(dc: &'a DeclarativeConfig, package: &str) -> ClassicRequest<'a> {
 #[test]
 fn channel_errors_only_for_consulted_channels() {
     let dc = catalog();
-    let ok = resolve(&request(&dc, "a")).expect("resolves");
+    let ok = resolve_namespace(&request(&dc, "a")).expect("resolves");
     assert_eq!(
         ok.iter().map(ResolvedOperator::id).collect::<Vec<_>>(),
         ["cat/ns/stable/a.v2"]
@@ -82,7 +84,7 @@ fn channel_errors_only_for_consulted_channels() {
     assert_eq!(ok[0].version, "2.0.0");
     assert!(ok[0].default_channel);
     assert_eq!(
-        resolve(&request(&dc, "broken")),
+        resolve_namespace(&request(&dc, "broken")),
         Err(ClassicError::Invalid(
             r#"a unique replacement chain within a channel is required to determine the relative order between channel entries, but 2 replacement chains were found in channel "stable" of package "broken": b.v1, b.v2"#.into()
         ))
@@ -99,9 +101,9 @@ fn answers_are_deterministic() {
         ..Default::default()
     });
     req.subscriptions[0].installed_csv = "a.v1".into();
-    let first = resolve(&req);
+    let first = resolve_namespace(&req);
     for _ in 0..20 {
-        assert_eq!(resolve(&req), first);
+        assert_eq!(resolve_namespace(&req), first);
     }
     assert_eq!(first.expect("upgrade")[0].replaces, "a.v1");
 }
@@ -112,7 +114,7 @@ fn malformed_requests_are_errors() {
     let mut req = request(&dc, "a");
     req.subscriptions[0].source.clear();
     assert_eq!(
-        resolve(&req),
+        resolve_namespace(&req),
         Err(ClassicError::Invalid(
             "subscription a-stable must name its source catalog and the catalog's namespace".into()
         ))
@@ -125,7 +127,7 @@ fn malformed_requests_are_errors() {
     req.installed = vec![csv.clone(), csv];
     req.subscriptions[0].installed_csv = "a.v1".into();
     assert_eq!(
-        resolve(&req),
+        resolve_namespace(&req),
         Err(ClassicError::Invalid(
             "multiple name matches for status.installedCSV of subscription ns/a-stable: a.v1, a.v1"
                 .into()
@@ -341,7 +343,10 @@ fn prepared_catalogs_answer_as_cold_resolution() {
         let dc = random_catalog(&mut r);
         let req = random_request(&mut r, &dc);
         let prepared = PreparedCatalog::new(&dc);
-        assert_eq!(resolve_prepared(&req, &[&prepared]), resolve(&req));
+        assert_eq!(
+            resolve_prepared(&req, &[&prepared]),
+            resolve_namespace(&req)
+        );
     }
     let dc = catalog();
     assert_eq!(
@@ -365,7 +370,7 @@ fn colliding_identifiers_are_reported() {
     let dc = catalog();
     let mut req = request(&dc, "a");
     req.catalogs.push(req.catalogs[0].clone());
-    let ok = resolve(&req).expect("one copy reachable");
+    let ok = resolve_namespace(&req).expect("one copy reachable");
     assert_eq!(
         ok.iter().map(ResolvedOperator::id).collect::<Vec<_>>(),
         ["cat/ns/stable/a.v2"]
@@ -379,7 +384,7 @@ fn colliding_identifiers_are_reported() {
         ..Default::default()
     });
     assert_eq!(
-        resolve(&req),
+        resolve_namespace(&req),
         Err(ClassicError::Invalid(
             r#"duplicate identifier "cat/ns/stable/a.v2" in input"#.into()
         ))
@@ -459,7 +464,7 @@ fn starting_csv_may_name_a_skipped_entry() {
     let dc = skipping_head();
     let mut req = request(&dc, "foo");
     req.subscriptions[0].starting_csv = "foo.v1.0.0".into();
-    let got = resolve(&req).expect("resolves");
+    let got = resolve_namespace(&req).expect("resolves");
     assert_eq!(
         got.iter()
             .map(|op| (op.id(), op.starting_csv.clone(), op.replaces.clone()))
@@ -472,7 +477,7 @@ fn starting_csv_may_name_a_skipped_entry() {
     );
     let mut req = request(&dc, "broken");
     req.subscriptions[0].starting_csv = "b.v2".into();
-    let got = resolve(&req).expect("resolves");
+    let got = resolve_namespace(&req).expect("resolves");
     assert_eq!(
         got.iter().map(ResolvedOperator::id).collect::<Vec<_>>(),
         ["cat/ns/stable/b.v2"]
@@ -513,7 +518,7 @@ fn installed_providers_of_one_package_cannot_be_ordered() {
     let dc = skipping_head();
     let mut req = installed_providers_of_x(&dc);
     assert_eq!(
-        resolve(&req),
+        resolve_namespace(&req),
         Err(ClassicError::Invalid(
             r#"a unique replacement chain within a channel is required to determine the relative order between channel entries, but 2 replacement chains were found in channel "" of package "foo": foo.v1.0.0, foo-extra.v1.0.0"#.into()
         ))
@@ -524,7 +529,7 @@ fn installed_providers_of_one_package_cannot_be_ordered() {
         "olm.package",
         r#"{"packageName":"other","version":"1.0.0"}"#,
     );
-    let got = resolve(&req).expect("resolves");
+    let got = resolve_namespace(&req).expect("resolves");
     assert_eq!(
         got.iter().map(ResolvedOperator::id).collect::<Vec<_>>(),
         ["cat/ns/stable/bar.v1", "cat/ns/stable/foo.v2.0.0"]
@@ -546,7 +551,7 @@ fn installed_csv_takes_the_last_package_property() {
     let properties = req.installed[1].properties.as_mut().expect("annotated");
     properties.push(other);
     assert_eq!(
-        resolve(&req),
+        resolve_namespace(&req),
         Err(ClassicError::Unsatisfiable(SolveError::Unsatisfiable {
             messages: vec![
                 "@existing/ns//foo-extra.v1.0.0, @existing/ns//foo.v1.0.0 and cat/ns/stable/foo.v2.0.0 originate from package foo".into(),
@@ -562,7 +567,7 @@ fn installed_csv_takes_the_last_package_property() {
         .expect("annotated")
         .swap(1, 2);
     assert_eq!(
-        resolve(&req),
+        resolve_namespace(&req),
         Err(ClassicError::Invalid(
             r#"a unique replacement chain within a channel is required to determine the relative order between channel entries, but 2 replacement chains were found in channel "" of package "foo": foo.v1.0.0, foo-extra.v1.0.0"#.into()
         ))
@@ -587,7 +592,7 @@ fn malformed_requirements_fail_the_namespace_in_olms_words() {
         let bar = dc.bundles.iter_mut().find(|b| b.name == "bar.v1");
         bar.expect("bar").properties[1] = requirement;
         assert_eq!(
-            resolve(&request(&dc, "bar")),
+            resolve_namespace(&request(&dc, "bar")),
             Err(ClassicError::Invalid(message.into()))
         );
     }
@@ -618,7 +623,7 @@ fn hard_errors_of_several_subscriptions_are_all_reported() {
         )
     };
     assert_eq!(
-        resolve(&req),
+        resolve_namespace(&req),
         Err(ClassicError::Invalid(format!(
             "[{}, {}]",
             chains("broken", "b.v1, b.v2"),

@@ -13,7 +13,8 @@ use crate::catalog::types::Property;
 use crate::resolve::predicate::Predicate;
 
 use super::prepared::{Entry, PreparedCatalog, entry, package_of};
-use super::request::{ClassicRequest, Gvk, InstalledCsv, UpgradeStrategy};
+use super::request::{ClassicRequest, InstalledCsv, UpgradeStrategy};
+use crate::catalog::Gvk;
 
 pub const EXISTING: &str = "@existing";
 

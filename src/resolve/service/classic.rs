@@ -1,20 +1,23 @@
 //! A classic request: one resolution of the namespace, with bundles the cluster's state
 //! rules out refused, then the same resolution repeated on the state each round leaves
 //! behind, for the upgrade paths.
+use std::cell::RefCell;
 use std::collections::BTreeMap;
 
 use crate::catalog::semver::Version;
 use crate::catalog::types::Property;
 use crate::resolve::classic::{
-    self, CatalogSource, ClassicError, ClassicRequest, Gvk, InstalledCsv, PreparedCatalog, Refusal,
+    self, CatalogSource, ClassicError, ClassicRequest, InstalledCsv, PreparedCatalog, Refusal,
     ResolvedOperator, Subscription, UpgradeStrategy,
 };
 use crate::resolve::predicate::{Subject, decode};
 use crate::resolve::safety::{self, ClusterCrd, ClusterFacts};
 use crate::resolve::solver::SolveError;
 
-use super::request::{CsvSpec, GvkSpec, Request, Strategy};
-use super::{Catalog, Chosen, Loaded, MAX_PATH_STEPS, Mode, OpenShift, Outcome, Resolution, Step};
+use super::request::{CsvSpec, Request};
+use super::{
+    Catalog, Chosen, Error, Loaded, MAX_PATH_STEPS, Mode, OpenShift, Outcome, Resolution, Step,
+};
 
 /// The namespace as a round of resolution sees it.
 #[derive(Clone)]
@@ -51,7 +54,9 @@ enum Round {
     Unsatisfiable(Vec<String>),
 }
 
-pub(super) fn resolve(req: &Request, loaded: &[Loaded]) -> Result<Outcome, String> {
+/// Resolves a classic request: the first round gives the answer and the install plan, the
+/// rounds after it the upgrade paths.
+pub(super) fn resolve_subscriptions(req: &Request, loaded: &[Loaded]) -> Result<Outcome, Error> {
     let mut outcome = Outcome {
         mode: Mode::Classic,
         namespace: req.namespace.clone(),
@@ -61,6 +66,88 @@ pub(super) fn resolve(req: &Request, loaded: &[Loaded]) -> Result<Outcome, Strin
         openshift: None,
         install_plan: None,
     };
+    let (catalogs, unavailable) = reachable_catalogs(req, loaded, &mut outcome.warnings);
+    let (mut state, cut_off) = first_state(req, &unavailable);
+    let facts = req.cluster.as_ref();
+    let ctx = Context {
+        namespace: &req.namespace,
+        strategy: req.upgrade_strategy,
+        facts,
+        catalogs: &catalogs,
+    };
+    let (operators, refused, unchecked) = match ctx.round(&state).map_err(Error::Unresolvable)? {
+        Round::Unsatisfiable(messages) => {
+            outcome.unsatisfiable = Some(messages);
+            outcome.results = cut_off;
+            return Ok(outcome);
+        }
+        Round::Resolved {
+            operators,
+            refused,
+            unchecked,
+        } => (operators, refused, unchecked),
+    };
+    // Manifests that could not be fetched keep their kind (a catalog server that fails to
+    // send them is no fault of the request or of the catalogs).
+    let failed = RefCell::new(None);
+    let plan = classic::install_plan(
+        &req.namespace,
+        &state.subscriptions,
+        &state.installed,
+        &operators,
+        |op| match catalogs.get(&op.catalog, &op.catalog_namespace) {
+            Some(c) => c.objects(&op.package, &op.channel, &op.name).map_err(|e| {
+                let text = e.to_string();
+                *failed.borrow_mut() = Some(e);
+                text
+            }),
+            None => Ok(Vec::new()),
+        },
+    )
+    .map_err(|message| match failed.take() {
+        Some(e) => e.reworded(message),
+        None => Error::Unresolvable(message),
+    })?;
+    outcome.install_plan = Some(plan);
+    let followed = ctx
+        .results(req, &state, &operators, &mut outcome.results)
+        .map_err(Error::Unresolvable)?;
+    for s in &state.subscriptions {
+        if !outcome.results.iter().any(|r| r.request == s.name) {
+            outcome.results.push(Resolution {
+                request: s.name.clone(),
+                package: s.package.clone(),
+                unchanged: s.installed_csv.clone(),
+                ..Resolution::default()
+            });
+        }
+    }
+    outcome.results.extend(cut_off);
+    attach_findings(&mut outcome, refused, unchecked);
+
+    let mut paths: BTreeMap<String, Vec<Step>> = BTreeMap::new();
+    ctx.apply(&mut state, &operators, &mut paths);
+    // The cluster's upgrade is judged on the state this resolution leaves, before the
+    // later rounds.
+    if let Some(version) = facts.map(|f| f.openshift_version.as_str())
+        && !version.is_empty()
+    {
+        outcome.openshift = Some(openshift(version, &state.installed)?);
+    }
+    ctx.later_rounds(&mut state, &mut paths, &mut outcome.warnings);
+    for (r, sub) in outcome.results.iter_mut().zip(&followed) {
+        r.path = paths.remove(sub).unwrap_or_default();
+    }
+    Ok(outcome)
+}
+
+/// The catalogs the request may resolve from and could load, and, by (name, namespace),
+/// why the others that it may resolve from could not be loaded; a warning for each left out.
+fn reachable_catalogs<'a>(
+    req: &Request,
+    loaded: &'a [Loaded],
+    warnings: &mut Vec<String>,
+) -> (Catalogs<'a>, BTreeMap<(String, String), String>) {
     let mut catalogs = Catalogs {
         sources: Vec::new(),
         loaded: Vec::new(),
@@ -69,7 +156,7 @@ pub(super) fn resolve(req: &Request, loaded: &[Loaded]) -> Result<Outcome, Strin
     for (spec, catalog) in req.catalogs.iter().zip(loaded) {
         let namespace = req.catalog_namespace(spec);
         if !req.resolves_from(spec) {
-            outcome.warnings.push(format!(
+            warnings.push(format!(
                 "catalog {}/{namespace} is not visible from namespace {}: {}",
                 spec.name,
                 req.namespace,
@@ -88,7 +175,7 @@ pub(super) fn resolve(req: &Request, loaded: &[Loaded]) -> Result<Outcome, Strin
                 catalogs.loaded.push(c);
             }
             Err(e) => {
-                outcome.warnings.push(format!(
+                warnings.push(format!(
                     "catalog {}/{namespace} is left out: {e}",
                     spec.name
                 ));
@@ -96,13 +183,16 @@ pub(super) fn resolve(req: &Request, loaded: &[Loaded]) -> Result<Outcome, Strin
             }
         }
     }
-    let source_namespace = |s: &str| {
-        if s.is_empty() {
-            req.namespace.clone()
-        } else {
-            s.to_owned()
-        }
-    };
+    (catalogs, unavailable)
+}
+
+/// The namespace as the request gives it, and a result for each subscription whose catalog
+/// could not be read: it is not resolved, its CSV stays as it is (unowned, hence kept), and
+/// the others go ahead.
+fn first_state(
+    req: &Request,
+    unavailable: &BTreeMap<(String, String), String>,
+) -> (State, Vec<Resolution>) {
     let mut state = State {
         installed: req.installed.iter().map(installed_csv).collect(),
         subscriptions: Vec::new(),
@@ -112,8 +202,6 @@ pub(super) fn resolve(req: &Request, loaded: &[Loaded]) -> Result<Outcome, Strin
             .map(|c| c.crds.clone())
             .unwrap_or_default(),
     };
-    // A subscription whose catalog could not be read is not resolved; its CSV stays as it
-    // is (unowned, hence kept), and the others go ahead.
     let mut cut_off = Vec::new();
     for s in &req.subscriptions {
         let sub = Subscription {
@@ -121,7 +209,11 @@ pub(super) fn resolve(req: &Request, loaded: &[Loaded]) -> Result<Outcome, Strin
             package: s.package.clone(),
             channel: s.channel.clone(),
             source: s.source.clone(),
-            source_namespace: source_namespace(&s.source_namespace),
+            source_namespace: if s.source_namespace.is_empty() {
+                req.namespace.clone()
+            } else {
+                s.source_namespace.clone()
+            },
             starting_csv: s.starting_csv.clone(),
             installed_csv: s.installed_csv.clone(),
             current_csv: s.current_csv.clone(),
@@ -140,104 +232,16 @@ pub(super) fn resolve(req: &Request, loaded: &[Loaded]) -> Result<Outcome, Strin
             None => state.subscriptions.push(sub),
         }
     }
-    let strategy = match req.upgrade_strategy {
-        Strategy::Default => UpgradeStrategy::Default,
-        Strategy::UnsafeFailForward => UpgradeStrategy::UnsafeFailForward,
-    };
-    let facts = req.cluster.as_ref();
-    let ctx = Context {
-        namespace: &req.namespace,
-        strategy,
-        facts,
-        catalogs: &catalogs,
-    };
+    (state, cut_off)
+}
 
-    let (operators, refused, unchecked) = match ctx.round(&state)? {
-        Round::Unsatisfiable(messages) => {
-            outcome.unsatisfiable = Some(messages);
-            outcome.results = cut_off;
-            return Ok(outcome);
-        }
-        Round::Resolved {
-            operators,
-            refused,
-            unchecked,
-        } => (operators, refused, unchecked),
-    };
-    let plan = classic::install_plan(
-        &req.namespace,
-        &state.subscriptions,
-        &state.installed,
-        &operators,
-        |op| match catalogs.get(&op.catalog, &op.catalog_namespace) {
-            Some(c) => c.objects(&op.package, &op.channel, &op.name),
-            None => Ok(Vec::new()),
-        },
-    )?;
-    outcome.install_plan = Some(plan);
-    let required_by = dependency_reasons(&operators)?;
-    // The subscription each result follows in later rounds.
-    let mut followed = Vec::new();
-    for (op, why) in operators.iter().zip(required_by) {
-        let subscription = state.subscriptions.iter().find(|s| op.followed_by(s));
-        let mut r = Resolution {
-            request: subscription.map(|s| s.name.clone()).unwrap_or_default(),
-            package: op.package.clone(),
-            bundle: Some(Chosen {
-                name: op.name.clone(),
-                version: op.version.clone(),
-                channel: op.channel.clone(),
-                catalog: format!("{}/{}", op.catalog, op.catalog_namespace),
-                image: op.bundle_path.clone(),
-                // The resolver reports the installed CSV an upgrade replaces as `replaces`.
-                from: subscription
-                    .filter(|s| !s.installed_csv.is_empty() && s.installed_csv == op.replaces)
-                    .map(|s| s.installed_csv.clone())
-                    .unwrap_or_default(),
-                starting_csv: op.starting_csv.clone().unwrap_or_default(),
-                required_by: if subscription.is_some() {
-                    Vec::new()
-                } else {
-                    why
-                },
-                deprecation: String::new(),
-            }),
-            ..Resolution::default()
-        };
-        if let Some(og) = facts.and_then(|f| f.operator_group.as_ref()) {
-            let own = safety::OperatorGroup {
-                namespace: if og.namespace.is_empty() {
-                    req.namespace.clone()
-                } else {
-                    og.namespace.clone()
-                },
-                ..og.clone()
-            };
-            let others = &facts.expect("has a group").other_operator_groups;
-            r.warnings.extend(
-                safety::api_conflicts(&op.properties, &own, others)
-                    .into_iter()
-                    .map(|w| format!("{}: {w}", op.name)),
-            );
-        }
-        followed.push(
-            subscription
-                .map(|s| s.name.clone())
-                .unwrap_or_else(|| op.generated_subscription()),
-        );
-        outcome.results.push(r);
-    }
-    for s in &state.subscriptions {
-        if !outcome.results.iter().any(|r| r.request == s.name) {
-            outcome.results.push(Resolution {
-                request: s.name.clone(),
-                package: s.package.clone(),
-                unchanged: s.installed_csv.clone(),
-                ..Resolution::default()
-            });
-        }
-    }
-    outcome.results.extend(cut_off);
+/// Files each refusal under the result of its package and each check that could not run
+/// under the result of its bundle; what has no result goes to the outcome's warnings.
+fn attach_findings(
+    outcome: &mut Outcome,
+    refused: Vec<(String, String)>,
+    unchecked: Vec<(String, String)>,
+) {
     for (package, sentence) in refused {
         match outcome.results.iter_mut().find(|r| r.package == package) {
             Some(r) => r.refused.push(sentence),
@@ -254,43 +258,6 @@ pub(super) fn resolve(req: &Request, loaded: &[Loaded]) -> Result<Outcome, Strin
             None => outcome.warnings.push(sentence),
         }
     }
-
-    // Later rounds, for the paths: each starts from the state the previous one leaves.
-    let mut paths: BTreeMap<String, Vec<Step>> = BTreeMap::new();
-    for (sub, step) in ctx.apply(&mut state, &operators) {
-        paths.entry(sub).or_default().push(step);
-    }
-    if let Some(version) = facts.map(|f| f.openshift_version.as_str())
-        && !version.is_empty()
-    {
-        outcome.openshift = Some(openshift(version, &state.installed)?);
-    }
-    for round in 1..MAX_PATH_STEPS {
-        let operators = match ctx.round(&state) {
-            Ok(Round::Resolved { operators, .. }) if operators.is_empty() => break,
-            Ok(Round::Resolved { operators, .. }) => operators,
-            Ok(Round::Unsatisfiable(messages)) => {
-                outcome.warnings.push(format!(
-                    "the upgrade paths stop after {round} step(s): the next resolution has no consistent set ({})",
-                    messages.join("; ")
-                ));
-                break;
-            }
-            Err(e) => {
-                outcome
-                    .warnings
-                    .push(format!("the upgrade paths stop after {round} step(s): {e}"));
-                break;
-            }
-        };
-        for (sub, step) in ctx.apply(&mut state, &operators) {
-            paths.entry(sub).or_default().push(step);
-        }
-    }
-    for (r, sub) in outcome.results.iter_mut().zip(&followed) {
-        r.path = paths.remove(sub).unwrap_or_default();
-    }
-    Ok(outcome)
 }
 
 struct Context<'a> {
@@ -336,48 +303,7 @@ impl Context<'_> {
                     unchecked,
                 });
             };
-            let mut new = Vec::new();
-            for op in &operators {
-                let Some(catalog) = self.catalogs.get(&op.catalog, &op.catalog_namespace) else {
-                    continue;
-                };
-                let manifests = match catalog.bundle_manifests(&op.package, &op.channel, &op.name) {
-                    Ok(m) => m,
-                    Err(e) => {
-                        unchecked.push((
-                            op.name.clone(),
-                            format!(
-                                "{}: the safety checks could not read its manifests: {e}",
-                                op.name
-                            ),
-                        ));
-                        continue;
-                    }
-                };
-                let mut reasons = Vec::new();
-                if let Some(og) = &facts.operator_group
-                    && let Some(r) = safety::install_mode_refusal(&manifests, self.namespace, og)
-                {
-                    reasons.push(r);
-                }
-                reasons.extend(safety::crd_refusals(&manifests, &state.crds));
-                if !reasons.is_empty() {
-                    let reason = reasons.join("; ");
-                    refused.push((
-                        op.package.clone(),
-                        format!(
-                            "{} from {}/{}: {reason}",
-                            op.name, op.catalog, op.catalog_namespace
-                        ),
-                    ));
-                    new.push(Refusal {
-                        catalog: op.catalog.clone(),
-                        catalog_namespace: op.catalog_namespace.clone(),
-                        bundle: op.name.clone(),
-                        reason,
-                    });
-                }
-            }
+            let new = self.check(facts, state, &operators, &mut refused, &mut unchecked);
             if new.is_empty() {
                 return Ok(Round::Resolved {
                     operators,
@@ -389,23 +315,86 @@ impl Context<'_> {
         }
     }
 
+    /// Runs the safety checks on the chosen operators: a refusal for each that fails one
+    /// (also recorded as a sentence under its package in `refused`), and in `unchecked` a
+    /// sentence for each whose manifests could not be read.
+    fn check(
+        &self,
+        facts: &ClusterFacts,
+        state: &State,
+        operators: &[ResolvedOperator],
+        refused: &mut Vec<(String, String)>,
+        unchecked: &mut Vec<(String, String)>,
+    ) -> Vec<Refusal> {
+        let mut new = Vec::new();
+        for op in operators {
+            let Some(catalog) = self.catalogs.get(&op.catalog, &op.catalog_namespace) else {
+                continue;
+            };
+            let manifests = match catalog.bundle_manifests(&op.package, &op.channel, &op.name) {
+                Ok(m) => m,
+                Err(e) => {
+                    unchecked.push((
+                        op.name.clone(),
+                        format!(
+                            "{}: the safety checks could not read its manifests: {e}",
+                            op.name
+                        ),
+                    ));
+                    continue;
+                }
+            };
+            let mut reasons = Vec::new();
+            if let Some(og) = &facts.operator_group
+                && let Some(r) = safety::install_mode_refusal(&manifests, self.namespace, og)
+            {
+                reasons.push(r);
+            }
+            reasons.extend(safety::crd_refusals(&manifests, &state.crds));
+            if !reasons.is_empty() {
+                let reason = reasons.join("; ");
+                refused.push((
+                    op.package.clone(),
+                    format!(
+                        "{} from {}/{}: {reason}",
+                        op.name, op.catalog, op.catalog_namespace
+                    ),
+                ));
+                new.push(Refusal {
+                    catalog: op.catalog.clone(),
+                    catalog_namespace: op.catalog_namespace.clone(),
+                    bundle: op.name.clone(),
+                    reason,
+                });
+            }
+        }
+        new
+    }
+
     /// Installs `operators` into `state` as OLM would: each replaces its subscription's
-    /// CSV, and a dependency gets the subscription OLM creates for it. Returns the steps,
-    /// by the subscription that took them.
-    fn apply(&self, state: &mut State, operators: &[ResolvedOperator]) -> Vec<(String, Step)> {
-        let mut steps = Vec::new();
+    /// CSV, and a dependency gets the subscription OLM creates for it. Each step goes to
+    /// the path of the subscription that took it.
+    fn apply(
+        &self,
+        state: &mut State,
+        operators: &[ResolvedOperator],
+        paths: &mut BTreeMap<String, Vec<Step>>,
+    ) {
         for op in operators {
             let from = match state.subscriptions.iter_mut().find(|s| op.followed_by(s)) {
                 Some(s) => {
                     let from = std::mem::replace(&mut s.installed_csv, op.name.clone());
                     s.current_csv = op.name.clone();
                     s.starting_csv.clear();
-                    steps.push((s.name.clone(), step(&from, op)));
+                    paths
+                        .entry(s.name.clone())
+                        .or_default()
+                        .push(step(&from, op));
                     from
                 }
                 None => {
                     let name = op.generated_subscription();
-                    steps.push((name.clone(), step("", op)));
+                    paths.entry(name.clone()).or_default().push(step("", op));
                     state.subscriptions.push(Subscription {
                         name,
                         package: op.package.clone(),
@@ -436,7 +425,106 @@ impl Context<'_> {
                 safety::apply_crds(&mut state.crds, &manifests);
             }
         }
-        steps
+    }
+
+    /// The rounds after the first, for the paths: each starts from the state the previous
+    /// one leaves, until nothing moves, a round fails (a warning says where the paths stop)
+    /// or the paths reach their length limit.
+    fn later_rounds(
+        &self,
+        state: &mut State,
+        paths: &mut BTreeMap<String, Vec<Step>>,
+        warnings: &mut Vec<String>,
+    ) {
+        for round in 1..MAX_PATH_STEPS {
+            let operators = match self.round(state) {
+                Ok(Round::Resolved { operators, .. }) if operators.is_empty() => break,
+                Ok(Round::Resolved { operators, .. }) => operators,
+                Ok(Round::Unsatisfiable(messages)) => {
+                    warnings.push(format!(
+                        "the upgrade paths stop after {round} step(s): the next resolution has no consistent set ({})",
+                        messages.join("; ")
+                    ));
+                    break;
+                }
+                Err(e) => {
+                    warnings.push(format!("the upgrade paths stop after {round} step(s): {e}"));
+                    break;
+                }
+            };
+            self.apply(state, &operators, paths);
+        }
+    }
+
+    /// A result for each chosen operator, with the requirements it satisfies when it is a
+    /// dependency and its API conflicts with other operator groups; returns the
+    /// subscription each result follows in later rounds.
+    fn results(
+        &self,
+        req: &Request,
+        state: &State,
+        operators: &[ResolvedOperator],
+        results: &mut Vec<Resolution>,
+    ) -> Result<Vec<String>, String> {
+        let required_by = dependency_reasons(operators)?;
+        let mut followed = Vec::new();
+        for (op, why) in operators.iter().zip(required_by) {
+            let subscription = state.subscriptions.iter().find(|s| op.followed_by(s));
+            let mut r = Resolution {
+                request: subscription.map(|s| s.name.clone()).unwrap_or_default(),
+                package: op.package.clone(),
+                bundle: Some(chosen(op, subscription, why)),
+                ..Resolution::default()
+            };
+            if let Some(facts) = self.facts
+                && let Some(og) = &facts.operator_group
+            {
+                let own = safety::OperatorGroup {
+                    namespace: if og.namespace.is_empty() {
+                        req.namespace.clone()
+                    } else {
+                        og.namespace.clone()
+                    },
+                    ..og.clone()
+                };
+                r.warnings.extend(
+                    safety::api_conflicts(&op.properties, &own, &facts.other_operator_groups)
+                        .into_iter()
+                        .map(|w| format!("{}: {w}", op.name)),
+                );
+            }
+            followed.push(
+                subscription
+                    .map(|s| s.name.clone())
+                    .unwrap_or_else(|| op.generated_subscription()),
+            );
+            results.push(r);
+        }
+        Ok(followed)
+    }
+}
+
+/// The bundle chosen for `op`; `why` are the requirements it satisfies, shown for a
+/// dependency (one without a subscription of its own).
+fn chosen(op: &ResolvedOperator, subscription: Option<&Subscription>, why: Vec<String>) -> Chosen {
+    Chosen {
+        name: op.name.clone(),
+        version: op.version.clone(),
+        channel: op.channel.clone(),
+        catalog: format!("{}/{}", op.catalog, op.catalog_namespace),
+        image: op.bundle_path.clone(),
+        // The resolver reports the installed CSV an upgrade replaces as `replaces`.
+        from: subscription
+            .filter(|s| !s.installed_csv.is_empty() && s.installed_csv == op.replaces)
+            .map(|s| s.installed_csv.clone())
+            .unwrap_or_default(),
+        starting_csv: op.starting_csv.clone().unwrap_or_default(),
+        required_by: if subscription.is_some() {
+            Vec::new()
+        } else {
+            why
+        },
+        deprecation: String::new(),
     }
 }
 
@@ -465,15 +553,6 @@ fn step(from: &str, op: &ResolvedOperator) -> Step {
 }
 
 fn installed_csv(c: &CsvSpec) -> InstalledCsv {
-    let gvks = |list: &[GvkSpec]| {
-        list.iter()
-            .map(|g| Gvk {
-                group: g.group.clone(),
-                version: g.version.clone(),
-                kind: g.kind.clone(),
-            })
-            .collect()
-    };
     InstalledCsv {
         name: c.name.clone(),
         version: c.version.clone(),
@@ -487,24 +566,18 @@ fn installed_csv(c: &CsvSpec) -> InstalledCsv {
                 })
                 .collect()
         }),
-        provided_apis: gvks(&c.provided_apis),
-        required_apis: gvks(&c.required_apis),
+        provided_apis: c.provided_apis.clone(),
+        required_apis: c.required_apis.clone(),
     }
 }
 
 /// Whether the namespace's operators, once resolved, block the next minor upgrade.
-fn openshift(version: &str, installed: &[InstalledCsv]) -> Result<OpenShift, String> {
+fn openshift(version: &str, installed: &[InstalledCsv]) -> Result<OpenShift, Error> {
     let operators: Vec<(&str, &[Property])> = installed
         .iter()
         .map(|c| (c.name.as_str(), c.properties.as_deref().unwrap_or_default()))
         .collect();
-    let blockers = safety::openshift_blockers(false, version, &operators)
-        .map_err(|e| format!("cluster.openshiftVersion: {e}"))?;
-    Ok(OpenShift {
-        cluster_version: version.to_owned(),
-        upgrade_blocked: !blockers.is_empty(),
-        blockers,
-    })
+    OpenShift::judge(Mode::Classic, version, &operators)
 }
 
 /// For each operator, the requirements of the other chosen operators it satisfies, worded

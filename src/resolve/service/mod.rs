@@ -2,10 +2,13 @@
 //! command and the gRPC service: catalogs in, bundles (with their reasons, upgrade paths and
 //! safety findings) or explanations out.
 //!
-//! The callers load the catalogs (FBC directories, images, this server's index, other
-//! catalog servers); a catalog that could not be loaded fails only the subscriptions and
-//! requests that need it.
+//! The callers load the catalogs through [`load_catalogs`] (FBC directories, images, other
+//! catalog servers; the server adds its own index); a catalog that could not be loaded fails
+//! only the subscriptions and requests that need it.
 mod classic;
+mod error;
+mod file;
+mod load;
 pub mod outcome;
 pub mod request;
 mod v1;
@@ -13,10 +16,13 @@ mod v1;
 use std::sync::{Arc, OnceLock};
 
 use crate::catalog::property::{self, BUNDLE_OBJECT, CSV_METADATA};
-use crate::catalog::types::{Bundle, DeclarativeConfig};
+use crate::catalog::types::{Bundle, DeclarativeConfig, Property};
 use crate::resolve::classic::PreparedCatalog;
-use crate::resolve::safety::BundleManifests;
+use crate::resolve::safety::{self, BundleManifests};
 
+pub use error::Error;
+pub use file::resolve_file;
+pub use load::{Sources, load_catalogs};
 pub use outcome::{Chosen, OpenShift, Outcome, Resolution, Step, report};
 pub use request::{Mode, Request};
 
@@ -27,7 +33,7 @@ const MAX_PATH_STEPS: usize = 32;
 /// (catalogs read over api.Registry, whose ListBundles leaves them out).
 pub trait ManifestSource: Send + Sync {
     /// The bundle's manifests as JSON texts (api.Bundle `object`).
-    fn objects(&self, package: &str, channel: &str, bundle: &str) -> Result<Vec<String>, String>;
+    fn objects(&self, package: &str, channel: &str, bundle: &str) -> Result<Vec<String>, Error>;
 }
 
 /// One loaded catalog. Clones share its content and its preparation.
@@ -70,7 +76,9 @@ impl Catalog {
         channel: &str,
         name: &str,
     ) -> Result<BundleManifests, String> {
-        let objects = self.objects(package, channel, name)?;
+        let objects = self
+            .objects(package, channel, name)
+            .map_err(|e| e.to_string())?;
         let csv_metadata = self
             .manifests
             .is_none()
@@ -82,7 +90,9 @@ impl Catalog {
     }
 
     /// A bundle's manifests as JSON texts (none for a bundle the content lacks).
-    pub fn objects(&self, package: &str, channel: &str, name: &str) -> Result<Vec<String>, String> {
+    /// A catalog server that fails to send them is [`Error::CatalogUnavailable`]; manifests the
+    /// content holds but that cannot be read are [`Error::Unresolvable`].
+    pub fn objects(&self, package: &str, channel: &str, name: &str) -> Result<Vec<String>, Error> {
         if let Some(source) = &self.manifests {
             return source.objects(package, channel, name);
         }
@@ -93,8 +103,10 @@ impl Catalog {
             .flatten()
             .filter(|p| p.kind == BUNDLE_OBJECT)
         {
-            if let property::Typed::BundleObject { data } = property::parse(p)? {
-                objects.push(property::decode_bundle_object(&data)?);
+            if let property::Typed::BundleObject { data } =
+                property::parse(p).map_err(Error::Unresolvable)?
+            {
+                objects.push(property::decode_bundle_object(&data).map_err(Error::Unresolvable)?);
             }
         }
         Ok(objects)
@@ -108,6 +120,24 @@ impl Catalog {
     }
 }
 
+impl OpenShift {
+    /// Whether `operators` (name, properties) block the cluster's next minor upgrade. A
+    /// version that cannot be read is the request's error.
+    fn judge(
+        mode: Mode,
+        version: &str,
+        operators: &[(&str, &[Property])],
+    ) -> Result<OpenShift, Error> {
+        let blockers = safety::openshift_blockers(mode == Mode::V1, version, operators)
+            .map_err(|e| Error::InvalidRequest(format!("cluster.openshiftVersion: {e}")))?;
+        Ok(OpenShift {
+            cluster_version: version.to_owned(),
+            upgrade_blocked: !blockers.is_empty(),
+            blockers,
+        })
+    }
+}
+
 /// A catalog, or why it could not be loaded (naming where it was looked for).
 pub type Loaded = Result<Catalog, String>;
 
@@ -118,20 +148,21 @@ pub fn not_loaded() -> Loaded {
 }
 
 /// Resolves `req` against `catalogs` (in the order of `req.catalogs`). An error means the
-/// request cannot be resolved at all (a catalog's channel cannot be ordered, say); a
-/// resolution that finds nothing is an answer, with its explanation.
-pub fn resolve(req: &Request, catalogs: &[Loaded]) -> Result<Outcome, String> {
-    req.validate()?;
+/// request cannot be resolved at all (a catalog's channel cannot be ordered, say; its kind
+/// says whose the fault is); a resolution that finds nothing is an answer, with its
+/// explanation.
+pub fn resolve_request(req: &Request, catalogs: &[Loaded]) -> Result<Outcome, Error> {
+    req.validate().map_err(Error::InvalidRequest)?;
     if catalogs.len() != req.catalogs.len() {
-        return Err(format!(
+        return Err(Error::Internal(format!(
             "{} catalogs were loaded for {} requested",
             catalogs.len(),
             req.catalogs.len()
-        ));
+        )));
     }
     match req.mode {
-        Mode::Classic => classic::resolve(req, catalogs),
-        Mode::V1 => v1::resolve(req, catalogs),
+        Mode::Classic => classic::resolve_subscriptions(req, catalogs),
+        Mode::V1 => v1::resolve_extensions(req, catalogs),
     }
 }
 

@@ -6,6 +6,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::catalog::Gvk;
+use crate::resolve::classic::UpgradeStrategy;
 use crate::resolve::safety::ClusterFacts;
 
 #[derive(Clone, Debug, Deserialize)]
@@ -17,7 +19,7 @@ pub struct Request {
     pub namespace: String,
     /// Classic: the OperatorGroup's `upgradeStrategy`.
     #[serde(default)]
-    pub upgrade_strategy: Strategy,
+    pub upgrade_strategy: UpgradeStrategy,
     /// Classic: the global catalog namespace, whose catalogs every namespace sees.
     #[serde(default = "default_global_namespace")]
     pub global_namespace: String,
@@ -54,13 +56,6 @@ impl Mode {
             Mode::V1 => "v1",
         }
     }
-}
-
-#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
-pub enum Strategy {
-    #[default]
-    Default,
-    UnsafeFailForward,
 }
 
 #[derive(Clone, Debug, Default, Deserialize)]
@@ -114,10 +109,10 @@ pub struct CsvSpec {
     pub properties: Option<Vec<PropertySpec>>,
     /// Owned CRDs and APIServices.
     #[serde(default, rename = "providedAPIs")]
-    pub provided_apis: Vec<GvkSpec>,
+    pub provided_apis: Vec<Gvk>,
     /// Required CRDs and APIServices.
     #[serde(default, rename = "requiredAPIs")]
-    pub required_apis: Vec<GvkSpec>,
+    pub required_apis: Vec<Gvk>,
 }
 
 /// OLM's default `-global-namespace`.
@@ -135,14 +130,6 @@ pub struct PropertySpec {
     #[serde(rename = "type")]
     pub kind: String,
     pub value: serde_json::Value,
-}
-
-#[derive(Clone, Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct GvkSpec {
-    pub group: String,
-    pub version: String,
-    pub kind: String,
 }
 
 /// Subscription `spec` fields, plus `status.installedCSV` and `status.currentCSV`.

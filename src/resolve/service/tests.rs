@@ -78,7 +78,7 @@ fn classic_resolutions_share_the_catalogs_preparation() {
     assert!(catalog.prepared.get().is_none());
     let loaded = [Ok(catalog.clone())];
     let req = upgrade_request();
-    let first = resolve(&req, &loaded).expect("resolves");
+    let first = resolve_request(&req, &loaded).expect("resolves");
     let prepared: *const PreparedCatalog = catalog.prepared.get().expect("prepared on use");
     assert_eq!(first.results.len(), 1);
     let result = &first.results[0];
@@ -94,10 +94,13 @@ fn classic_resolutions_share_the_catalogs_preparation() {
         [step("a.v1", "a.v2", "2.0.0"), step("a.v2", "a.v3", "3.0.0")]
     );
 
-    let again = resolve(&req, &loaded).expect("resolves");
+    let again = resolve_request(&req, &loaded).expect("resolves");
     assert_eq!(again, first);
     assert!(std::ptr::eq(catalog.prepared(), prepared));
-    assert_eq!(resolve(&req, &[Ok(Catalog::of(package_a()))]), Ok(first));
+    assert_eq!(
+        resolve_request(&req, &[Ok(Catalog::of(package_a()))]),
+        Ok(first)
+    );
 }
 
 /// v1 resolution does not read the classic preparation, so it does not pay for it.
@@ -114,10 +117,31 @@ requests:
 ",
     )
     .expect("a valid request");
-    let outcome = resolve(&req, &[Ok(catalog.clone())]).expect("resolves");
+    let outcome = resolve_request(&req, &[Ok(catalog.clone())]).expect("resolves");
     assert_eq!(
         outcome.results[0].bundle.as_ref().map(|b| b.name.as_str()),
         Some("a.v3")
     );
     assert!(catalog.prepared.get().is_none());
+}
+
+/// A caller that loads fewer catalogs than the request names is at fault, not the request
+/// (the service reports INTERNAL); a request that fails validation is the caller's mistake.
+#[test]
+fn errors_say_whose_fault_they_are() {
+    let req = upgrade_request();
+    assert_eq!(
+        resolve_request(&req, &[]),
+        Err(Error::Internal(
+            "0 catalogs were loaded for 1 requested".into()
+        ))
+    );
+    let mut no_namespace = upgrade_request();
+    no_namespace.namespace.clear();
+    assert_eq!(
+        resolve_request(&no_namespace, &[Ok(Catalog::of(package_a()))]),
+        Err(Error::InvalidRequest(
+            "namespace: required in classic mode".into()
+        ))
+    );
 }

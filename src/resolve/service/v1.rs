@@ -1,5 +1,7 @@
 //! v1 requests: each ClusterExtension on its own, with the bundles whose CRDs would drop
 //! versions the cluster still uses refused, and its upgrade path.
+use std::collections::BTreeMap;
+
 use crate::catalog::types::Property;
 use crate::resolve::safety::{self, ClusterCrd};
 use crate::resolve::v1::{
@@ -8,9 +10,12 @@ use crate::resolve::v1::{
 };
 
 use super::request::{Availability, ExtensionSpec, Policy, Request};
-use super::{Catalog, Chosen, Loaded, MAX_PATH_STEPS, Mode, OpenShift, Outcome, Resolution, Step};
+use super::{
+    Catalog, Chosen, Error, Loaded, MAX_PATH_STEPS, Mode, OpenShift, Outcome, Resolution, Step,
+};
 
-pub(super) fn resolve(req: &Request, loaded: &[Loaded]) -> Result<Outcome, String> {
+/// Resolves each ClusterExtension of a v1 request on its own.
+pub(super) fn resolve_extensions(req: &Request, loaded: &[Loaded]) -> Result<Outcome, Error> {
     let mut outcome = Outcome {
         mode: Mode::V1,
         namespace: String::new(),
@@ -20,35 +25,7 @@ pub(super) fn resolve(req: &Request, loaded: &[Loaded]) -> Result<Outcome, Strin
         openshift: None,
         install_plan: None,
     };
-    let mut catalogs: Vec<V1Catalog<'_>> = Vec::new();
-    let mut contents: Vec<&Catalog> = Vec::new();
-    // (labels, error) of the catalogs that could not be read.
-    let mut unavailable = Vec::new();
-    for (c, catalog) in req.catalogs.iter().zip(loaded) {
-        let mut labels = c.labels.clone();
-        labels.insert(NAME_LABEL.to_string(), c.name.clone());
-        let available = matches!(c.availability_mode, Availability::Available);
-        match catalog {
-            Ok(catalog) => {
-                catalogs.push(V1Catalog {
-                    name: c.name.clone(),
-                    priority: c.priority,
-                    labels,
-                    available,
-                    content: &catalog.content,
-                });
-                contents.push(catalog);
-            }
-            Err(e) => {
-                outcome
-                    .warnings
-                    .push(format!("catalog {} is left out: {e}", c.name));
-                if available {
-                    unavailable.push((c.name.clone(), labels, e.clone()));
-                }
-            }
-        }
-    }
+    let (catalogs, contents, unavailable) = v1_catalogs(req, loaded, &mut outcome.warnings);
     let crds = req
         .cluster
         .as_ref()
@@ -97,19 +74,57 @@ pub(super) fn resolve(req: &Request, loaded: &[Loaded]) -> Result<Outcome, Strin
     if let Some(version) = req.cluster.as_ref().map(|c| c.openshift_version.as_str())
         && !version.is_empty()
     {
-        let operators: Vec<(&str, &[Property])> = resolved
-            .iter()
-            .map(|(name, props)| (name.as_str(), props.as_slice()))
-            .collect();
-        let blockers = safety::openshift_blockers(true, version, &operators)
-            .map_err(|e| format!("cluster.openshiftVersion: {e}"))?;
-        outcome.openshift = Some(OpenShift {
-            cluster_version: version.to_owned(),
-            upgrade_blocked: !blockers.is_empty(),
-            blockers,
-        });
+        outcome.openshift = Some(openshift(version, &resolved)?);
     }
     Ok(outcome)
+}
+
+/// An unavailable catalog: its name, its labels and why it could not be read.
+type Unavailable = (String, BTreeMap<String, String>, String);
+
+/// The catalogs that could be loaded, with their contents, and the available ones that
+/// could not; a warning for each left out.
+fn v1_catalogs<'a>(
+    req: &Request,
+    loaded: &'a [Loaded],
+    warnings: &mut Vec<String>,
+) -> (Vec<V1Catalog<'a>>, Vec<&'a Catalog>, Vec<Unavailable>) {
+    let mut catalogs: Vec<V1Catalog<'_>> = Vec::new();
+    let mut contents: Vec<&Catalog> = Vec::new();
+    let mut unavailable = Vec::new();
+    for (c, catalog) in req.catalogs.iter().zip(loaded) {
+        let mut labels = c.labels.clone();
+        labels.insert(NAME_LABEL.to_string(), c.name.clone());
+        let available = matches!(c.availability_mode, Availability::Available);
+        match catalog {
+            Ok(catalog) => {
+                catalogs.push(V1Catalog {
+                    name: c.name.clone(),
+                    priority: c.priority,
+                    labels,
+                    available,
+                    content: &catalog.content,
+                });
+                contents.push(catalog);
+            }
+            Err(e) => {
+                warnings.push(format!("catalog {} is left out: {e}", c.name));
+                if available {
+                    unavailable.push((c.name.clone(), labels, e.clone()));
+                }
+            }
+        }
+    }
+    (catalogs, contents, unavailable)
+}
+
+/// Whether the resolved bundles block the cluster's next minor upgrade.
+fn openshift(version: &str, resolved: &[(String, Vec<Property>)]) -> Result<OpenShift, Error> {
+    let operators: Vec<(&str, &[Property])> = resolved
+        .iter()
+        .map(|(name, props)| (name.as_str(), props.as_slice()))
+        .collect();
+    OpenShift::judge(Mode::V1, version, &operators)
 }
 
 struct Checks<'a> {

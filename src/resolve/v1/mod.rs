@@ -77,11 +77,15 @@ struct Pick<'a> {
     deprecation: Option<&'a Deprecations>,
 }
 
-pub fn resolve(catalogs: &[V1Catalog<'_>], req: &V1Request) -> Result<V1Resolution, String> {
+/// Resolves one ClusterExtension: the bundle it gets, from the catalog that wins.
+pub fn resolve_extension(
+    catalogs: &[V1Catalog<'_>],
+    req: &V1Request,
+) -> Result<V1Resolution, String> {
     resolve_refusing(catalogs, req, &[])
 }
 
-/// [`resolve`] with some bundles ruled out by the caller: `refused` holds (bundle name,
+/// [`resolve_extension`] with some bundles ruled out by the caller: `refused` holds (bundle name,
 /// reason) pairs, and the error says which were refused when nothing else fits.
 pub fn resolve_refusing(
     catalogs: &[V1Catalog<'_>],

@@ -4,7 +4,7 @@
 //! waits for the client at a time, so a connection holds a few batches at most however slow
 //! its reader is, and a reader that takes nothing for [`STALL_TIMEOUT`] is dropped.
 use super::encoding::Gzip;
-use crate::server::catalog::Catalog;
+use crate::server::serving::ServedCatalog;
 use crate::store::content::{self, MetasFilter};
 use bytes::Bytes;
 use http_body::Frame;
@@ -16,7 +16,7 @@ use tokio_stream::wrappers::ReceiverStream;
 pub type Body = BoxBody<Bytes, std::io::Error>;
 
 /// Bytes read from the index per batch.
-const BATCH_BYTES: usize = 256 << 10;
+const BATCH_BYTES: usize = 1 << 20;
 
 /// catalogd's write timeout: a client that accepts no bytes for this long is cut off.
 const STALL_TIMEOUT: Duration = Duration::from_secs(5 * 60);
@@ -38,11 +38,13 @@ pub enum Source {
     Range { from: u64, to: u64 },
     /// The lines matching a filter after offset `after`.
     Metas { filter: MetasFilter, after: i64 },
+    /// The stored gzip of `/api/v1/all` from chunk `seq` on.
+    Gzip { seq: i64 },
 }
 
 impl Source {
     /// Reads the next batch; `None` once there is nothing more.
-    pub async fn next(&mut self, catalog: &Catalog) -> Result<Option<Vec<u8>>, String> {
+    pub async fn next(&mut self, catalog: &ServedCatalog) -> Result<Option<Vec<u8>>, String> {
         let this = self.clone();
         if let Source::Range { from, to } = this
             && from >= to
@@ -59,6 +61,10 @@ impl Source {
                             from: from + read as u64,
                             to,
                         })
+                    }
+                    Source::Gzip { seq } => {
+                        let read = content::read_gzip(conn, seq, BATCH_BYTES, &mut batch)?;
+                        (read > 0).then_some(Source::Gzip { seq: seq + read })
                     }
                     Source::Metas { filter, after } => {
                         let last =
@@ -85,7 +91,7 @@ impl Source {
 /// error of the index cuts the body short, so that the client sees a broken transfer and not
 /// a complete-looking partial catalog. `finished` is dropped when the body ends.
 pub fn stream<G: Send + 'static>(
-    catalog: Catalog,
+    catalog: ServedCatalog,
     first: Option<Vec<u8>>,
     mut source: Source,
     gzip: bool,

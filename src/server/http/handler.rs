@@ -186,19 +186,19 @@ fn whole(
     if method == Method::HEAD {
         return (r, Some(timing));
     }
-    *r.body_mut() = body::stream(
-        http.catalog.clone(),
-        None,
-        Source::Range { from, to },
-        gzip,
-        timing,
-    );
+    // The whole body compressed is stored: a copy, like the uncompressed one.
+    let source = if gzip {
+        Source::Gzip { seq: 0 }
+    } else {
+        Source::Range { from, to }
+    };
+    *r.body_mut() = body::stream(http.catalog.clone(), None, source, false, timing);
     (r, None)
 }
 
 /// `/api/v1/metas` with a filter. The first batch is read before answering: a result that
-/// fits in it and is under the compression threshold goes out whole with its length, as
-/// catalogd's compression layer sends small bodies.
+/// fits in it goes out whole with its length unless it is to be compressed (gzip asked for,
+/// 1024 bytes or more: catalogd's compression layer sends smaller bodies as they are).
 async fn metas(
     http: &Http,
     loaded: &Loaded,
@@ -225,12 +225,14 @@ async fn metas(
             );
         }
     };
-    if source.done() && (first.len() as u64) < THRESHOLD {
+    let compress = gzip && first.len() as u64 >= THRESHOLD;
+    if source.done() && !compress {
         r.headers_mut()
             .insert(header::CONTENT_LENGTH, HeaderValue::from(first.len()));
         *r.body_mut() = body::full(first);
         return (r, Some(timing));
     }
+    // One batch to compress, or more than one (so over the threshold): streamed.
     if gzip {
         r.headers_mut()
             .insert(header::CONTENT_ENCODING, HeaderValue::from_static("gzip"));

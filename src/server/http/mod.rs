@@ -13,8 +13,8 @@ mod handler;
 mod range;
 mod routes;
 
-use super::catalog::Catalog;
 use super::metrics::Metrics;
+use super::serving::ServedCatalog;
 use super::tls::TlsConfig;
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioIo, TokioTimer};
@@ -82,7 +82,7 @@ impl Handshake for Arc<TlsConfig> {
 
 /// What every request of the listener shares.
 struct Http {
-    catalog: Catalog,
+    catalog: ServedCatalog,
     name: String,
     metas: bool,
     metrics: Option<Arc<Metrics>>,
@@ -109,7 +109,7 @@ impl Drop for Timing {
 /// connections still open to finish their responses (the caller bounds that wait).
 pub async fn serve(
     listener: TcpListener,
-    catalog: Catalog,
+    catalog: ServedCatalog,
     options: HttpOptions,
     metrics: Option<Arc<Metrics>>,
     stop: watch::Receiver<bool>,
@@ -123,7 +123,7 @@ pub async fn serve(
 async fn accept<H: Handshake>(
     listener: TcpListener,
     handshake: H,
-    catalog: Catalog,
+    catalog: ServedCatalog,
     options: HttpOptions,
     metrics: Option<Arc<Metrics>>,
     mut stop: watch::Receiver<bool>,

@@ -19,8 +19,9 @@ use tonic::Status;
 const PAGE_ITEMS: usize = 256;
 const PAGE_BYTES: usize = 256 << 10;
 
+/// The handle every service holds: the index once published, and the connections to it.
 #[derive(Clone)]
-pub struct Catalog {
+pub struct ServedCatalog {
     rx: watch::Receiver<Option<Arc<Store>>>,
     connections: Arc<Semaphore>,
 }
@@ -34,9 +35,9 @@ impl Publisher {
     }
 }
 
-pub fn loading() -> (Publisher, Catalog) {
+pub fn loading() -> (Publisher, ServedCatalog) {
     let (tx, rx) = watch::channel(None);
-    let catalog = Catalog {
+    let catalog = ServedCatalog {
         rx,
         connections: Arc::new(Semaphore::new(store::MAX_CONNECTIONS)),
     };
@@ -71,7 +72,7 @@ pub type Paged = dyn Fn(&Connection, i64, &mut dyn FnMut(i64, Bytes) -> bool) ->
     + Send
     + Sync;
 
-impl Catalog {
+impl ServedCatalog {
     /// The catalog if it is loaded, without waiting for it.
     pub(super) fn loaded(&self) -> Option<Arc<Store>> {
         self.rx.borrow().clone()
