@@ -19,11 +19,17 @@ use tonic::Status;
 const PAGE_ITEMS: usize = 256;
 const PAGE_BYTES: usize = 256 << 10;
 
+/// How many of the index's connections whole-catalog downloads (the catalogd API's bodies)
+/// may hold at once: the rest stay for gRPC calls, which OLM makes on every reconnect and
+/// which must not queue behind bulk reads.
+const BULK_CONNECTIONS: usize = store::MAX_CONNECTIONS / 2;
+
 /// The handle every service holds: the index once published, and the connections to it.
 #[derive(Clone)]
 pub struct ServedCatalog {
     rx: watch::Receiver<Option<Arc<Store>>>,
     connections: Arc<Semaphore>,
+    bulk: Arc<Semaphore>,
 }
 
 /// Makes the catalog available once it is loaded.
@@ -40,6 +46,7 @@ pub fn loading() -> (Publisher, ServedCatalog) {
     let catalog = ServedCatalog {
         rx,
         connections: Arc::new(Semaphore::new(store::MAX_CONNECTIONS)),
+        bulk: Arc::new(Semaphore::new(BULK_CONNECTIONS)),
     };
     (Publisher(tx), catalog)
 }
@@ -107,6 +114,21 @@ impl ServedCatalog {
         .await
         .map_err(|e| Status::internal(format!("query task failed: {e}")))?
         .map_err(to_status)
+    }
+
+    /// Runs a bulk read (a batch of a download) like [`Self::query`], but only while fewer
+    /// than [`BULK_CONNECTIONS`] other bulk reads run.
+    pub async fn bulk_query<T, F>(&self, f: F) -> Result<T, Status>
+    where
+        F: FnOnce(&Connection) -> Result<T, QueryError> + Send + 'static,
+        T: Send + 'static,
+    {
+        let _bulk = self
+            .bulk
+            .acquire()
+            .await
+            .map_err(|_| Status::unavailable("the server is stopping"))?;
+        self.query(f).await
     }
 
     /// Streams a paged query to the caller. Each page is read with a connection that is

@@ -52,7 +52,7 @@ impl Source {
             return Ok(None);
         }
         let (batch, next) = catalog
-            .query(move |conn| {
+            .bulk_query(move |conn| {
                 let mut batch = Vec::with_capacity(BATCH_BYTES + BATCH_BYTES / 4);
                 let next = match this {
                     Source::Range { from, to } => {
