@@ -35,7 +35,7 @@ async fn serve(catalog: &Path, extra: &[&str]) -> (Server, String) {
 }
 
 /// `scheme://host:port` of the catalogd API, from the log line that announces it.
-pub async fn api_base(server: &Server) -> String {
+pub(crate) async fn api_base(server: &Server) -> String {
     server.wait_for_log("serving the catalogd API on ").await;
     let log = server.log();
     let line = log
@@ -76,7 +76,7 @@ async fn request(method: Method, url: &str, headers: &[(&str, &str)]) -> Answer 
 }
 
 /// A client trusting the system roots, or only `ca` (PEM).
-pub fn client(ca: Option<&[u8]>) -> reqwest::Client {
+pub(crate) fn client(ca: Option<&[u8]>) -> reqwest::Client {
     // reqwest is built without a TLS provider of its own; plain HTTP still wants one set.
     let _ = rustls::crypto::ring::default_provider().install_default();
     let mut builder = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none());
