@@ -36,8 +36,19 @@ pub fn read_file_seeing(
     seen: &mut dyn FnMut(&serde_json::Value),
 ) -> Result<ReadFile, Vec<LoadError>> {
     let data = file.read().map_err(|e| vec![e])?;
+    let documents = decode_file_seeing(&file.rel, &data, seen)?;
+    Ok(ReadFile { data, documents })
+}
+
+/// The documents of [`read_file_seeing`] from a file's bytes already in memory; `name` is the
+/// file's name in origins and messages.
+pub fn decode_file_seeing(
+    name: &str,
+    data: &[u8],
+    seen: &mut dyn FnMut(&serde_json::Value),
+) -> Result<Vec<(Document, Vec<String>)>, Vec<LoadError>> {
     let mut errors = Vec::new();
-    let documents = parse_documents_seeing(&file.rel, &data, seen)?
+    let documents = parse_documents_seeing(name, data, seen)?
         .into_iter()
         .filter_map(|doc| {
             let objects = match &doc {
@@ -50,7 +61,7 @@ pub fn read_file_seeing(
         })
         .collect();
     if errors.is_empty() {
-        Ok(ReadFile { data, documents })
+        Ok(documents)
     } else {
         Err(errors)
     }

@@ -4,8 +4,9 @@ use crate::server::http::HttpOptions;
 use crate::server::tls::TlsConfig;
 use crate::server::{self, Limits, Listeners, ResolutionOptions};
 use crate::source::RemoteLimits;
-use crate::source::image::fetch_as_fbc;
+use crate::source::image::{Fetched, fetch};
 use crate::store::cache::{self, CacheOptions, OpenIndex, Outcome};
+use crate::store::ingest::{Input, Rendered};
 use clap::Args;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -320,21 +321,26 @@ fn serve(args: &ServeArgs, use_http: bool, skip_tls_verify: bool) -> Result<(), 
     let cache_only = args.cache_only;
     // Runs on a blocking thread once the port is bound (pulling an image can take a while).
     let load = move || -> Result<OpenIndex, server::Error> {
-        // The unpacked image (if any) is kept only until it is indexed.
-        let (catalog, _unpacked) = match &source {
-            Source::Dir(dir) => (dir.clone(), None),
+        // The unpacked or rendered image (if any) is kept only until it is indexed.
+        let (mut unpacked, mut rendered) = (None, None);
+        let catalog = match &source {
+            Source::Dir(dir) => Input::Dir(dir),
             Source::Image(registry, reference) => {
                 info!(image = %reference, "pulling catalog image");
-                let unpacked = tracing::info_span!(target: crate::SPAN_TARGET, "catalog.pull")
+                let fetched = tracing::info_span!(target: crate::SPAN_TARGET, "catalog.pull")
                     .in_scope(|| {
-                        tokio::runtime::Handle::current()
-                            .block_on(fetch_as_fbc(registry, reference))
+                        tokio::runtime::Handle::current().block_on(fetch(registry, reference))
                     })?;
-                (unpacked.root.clone(), Some(unpacked))
+                match fetched {
+                    Fetched::Dir(dir) => Input::Dir(&unpacked.insert(dir).root),
+                    Fetched::Rendered(dc) => {
+                        Input::Rendered(rendered.insert(Rendered::new(reference, &dc)))
+                    }
+                }
             }
         };
         Ok(cache::open_or_build(&CacheOptions {
-            catalog: &catalog,
+            catalog,
             cache_dir: cache_dir.as_deref(),
             enforce_integrity,
             require_cache: cache_only,

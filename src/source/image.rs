@@ -47,11 +47,38 @@ pub struct UnpackedCatalog {
     pub root: PathBuf,
 }
 
-/// Pulls an image and makes an FBC directory of it, whatever its kind (found by its labels):
-/// a catalog image gives the directory its `…index.configs.v1` label names; a bundle image
-/// is rendered to an `olm.bundle` whose image is `reference`; a legacy index image's
-/// database is converted.
+/// An image's catalog: the FBC directory of a catalog image, or what another kind renders to.
+pub enum Fetched {
+    Dir(UnpackedCatalog),
+    Rendered(DeclarativeConfig),
+}
+
+/// Pulls an image and makes an FBC directory of it, whatever its kind: see [`fetch`]; a
+/// rendered catalog is written out as `catalog.json`.
 pub async fn fetch_as_fbc(registry: &Registry, reference: &str) -> Result<UnpackedCatalog, Error> {
+    let dc = match fetch(registry, reference).await? {
+        Fetched::Dir(unpacked) => return Ok(unpacked),
+        Fetched::Rendered(dc) => dc,
+    };
+    let dir = ScratchDir::new("olm-registry-image-")
+        .map_err(|e| Error::Io(format!("creating a directory for {reference}: {e}")))?;
+    let local =
+        |e: std::io::Error, path: &std::path::Path| Error::Io(format!("{}: {e}", path.display()));
+    let root = dir.path().join("catalog");
+    std::fs::create_dir_all(&root).map_err(|e| local(e, &root))?;
+    let file = root.join("catalog.json");
+    let mut out =
+        std::io::BufWriter::new(std::fs::File::create(&file).map_err(|e| local(e, &file))?);
+    catalog::write::write_json(&dc, &mut out)
+        .and_then(|()| out.flush())
+        .map_err(|e| local(e, &file))?;
+    Ok(UnpackedCatalog { _dir: dir, root })
+}
+
+/// Pulls an image and reads its catalog by its kind (found by its labels): a catalog image
+/// gives the directory its `…index.configs.v1` label names; a bundle image is rendered to an
+/// `olm.bundle` whose image is `reference`; a legacy index image's database is converted.
+pub async fn fetch(registry: &Registry, reference: &str) -> Result<Fetched, Error> {
     let Unpacked {
         dir,
         content,
@@ -67,7 +94,7 @@ pub async fn fetch_as_fbc(registry: &Registry, reference: &str) -> Result<Unpack
                 image::LABEL_FBC
             )));
         }
-        return Ok(UnpackedCatalog { _dir: dir, root });
+        return Ok(Fetched::Dir(UnpackedCatalog { _dir: dir, root }));
     }
     let invalid = |e: String| Error::Invalid(format!("{reference}: {e}"));
     let dc = if labels.contains_key(image::LABEL_BUNDLE_PACKAGE) {
@@ -89,17 +116,7 @@ pub async fn fetch_as_fbc(registry: &Registry, reference: &str) -> Result<Unpack
             names.join(", ")
         )));
     };
-    let local =
-        |e: std::io::Error, path: &std::path::Path| Error::Io(format!("{}: {e}", path.display()));
-    let root = dir.path().join("catalog");
-    std::fs::create_dir_all(&root).map_err(|e| local(e, &root))?;
-    let file = root.join("catalog.json");
-    let mut out =
-        std::io::BufWriter::new(std::fs::File::create(&file).map_err(|e| local(e, &file))?);
-    catalog::write::write_json(&dc, &mut out)
-        .and_then(|()| out.flush())
-        .map_err(|e| local(e, &file))?;
-    Ok(UnpackedCatalog { _dir: dir, root })
+    Ok(Fetched::Rendered(dc))
 }
 
 /// An image's file system in a private directory (removed when dropped), and its labels.

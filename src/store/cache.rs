@@ -4,7 +4,7 @@
 //! `<cache-dir>/olm-registry.v1/index.db`. A start with an unchanged catalog opens it as is.
 //! A stale, corrupt or foreign cache is rebuilt with a warning — a CatalogSource pod must
 //! never crash-loop on its own cache — unless integrity is enforced, as opm does.
-use super::ingest::{IngestError, PARTIAL_PREFIX, PARTIAL_SUFFIX, Summary, build_index};
+use super::ingest::{IngestError, Input, PARTIAL_PREFIX, PARTIAL_SUFFIX, Summary, build_index};
 use super::{Store, digest, schema};
 use crate::catalog::decode::LoadError;
 use crate::unfinished::ScratchDir;
@@ -54,7 +54,7 @@ pub struct OpenIndex {
 }
 
 pub struct CacheOptions<'a> {
-    pub catalog: &'a Path,
+    pub catalog: Input<'a>,
     pub cache_dir: Option<&'a Path>,
     /// Refuse a missing or stale cache instead of rebuilding it.
     pub enforce_integrity: bool,
@@ -144,12 +144,14 @@ pub fn index_path(cache_dir: &Path) -> PathBuf {
 }
 
 /// The catalog's digest by a pass of its own, to compare with an index.
-fn digest_pass(catalog: &Path) -> Result<String, Vec<LoadError>> {
-    tracing::info_span!(target: crate::SPAN_TARGET, "catalog.digest")
-        .in_scope(|| digest::catalog_digest(catalog, schema::CURRENT_VERSION))
+fn digest_pass(catalog: Input<'_>) -> Result<String, Vec<LoadError>> {
+    tracing::info_span!(target: crate::SPAN_TARGET, "catalog.digest").in_scope(|| match catalog {
+        Input::Dir(root) => digest::catalog_digest(root, schema::CURRENT_VERSION),
+        Input::Rendered(rendered) => Ok(rendered.digest(schema::CURRENT_VERSION)),
+    })
 }
 
-fn build_in_scratch(catalog: &Path) -> Result<OpenIndex, CacheError> {
+fn build_in_scratch(catalog: Input<'_>) -> Result<OpenIndex, CacheError> {
     let scratch = ScratchDir::new("olm-registry-cache-")
         .map_err(|e| CacheError::Io(format!("creating a private cache directory: {e}")))?;
     let index = scratch.path().join(INDEX_FILE);
@@ -157,7 +159,7 @@ fn build_in_scratch(catalog: &Path) -> Result<OpenIndex, CacheError> {
 }
 
 fn build(
-    catalog: &Path,
+    catalog: Input<'_>,
     index: &Path,
     digest: Option<&str>,
     scratch: Option<ScratchDir>,

@@ -25,8 +25,8 @@ impl Hasher {
         Hasher(hasher)
     }
 
-    fn name(&mut self, file: &CatalogFile) {
-        self.0.update(file.rel.as_bytes());
+    fn name(&mut self, rel: &str) {
+        self.0.update(rel.as_bytes());
         self.0.update(&[0]);
     }
 
@@ -38,14 +38,14 @@ impl Hasher {
 
     /// Reads `file` into the digest.
     fn read(&mut self, file: &CatalogFile) -> Result<(), LoadError> {
-        self.name(file);
+        self.name(&file.rel);
         let len = file.read_with(|chunk| self.0.update(chunk))?;
         self.close(len);
         Ok(())
     }
 
-    fn bytes(&mut self, file: &CatalogFile, data: &[u8]) {
-        self.name(file);
+    fn bytes(&mut self, rel: &str, data: &[u8]) {
+        self.name(rel);
         self.0.update(data);
         self.close(data.len() as u64);
     }
@@ -71,6 +71,14 @@ pub fn catalog_digest(root: &Path, format_version: u32) -> Result<String, Vec<Lo
     } else {
         Err(errors)
     }
+}
+
+/// [`catalog_digest`] of a directory holding one file, `rel`, whose content is `data`: a
+/// catalog made in memory digests as the directory it would once have been written to.
+pub fn one_file_digest(rel: &str, data: &[u8], format_version: u32) -> String {
+    let mut hasher = Hasher::new(format_version);
+    hasher.bytes(rel, data);
+    hasher.finish()
 }
 
 /// Files on their way to a digest thread at most.
@@ -173,7 +181,7 @@ impl DigestOfReads {
         while let Some(file) = self.files.get(self.next) {
             if let Some(data) = self.held.remove(&self.next) {
                 self.held_bytes -= data.len();
-                self.hasher.bytes(file, &data);
+                self.hasher.bytes(&file.rel, &data);
             } else if self.turn.contains_key(&file.rel) {
                 return;
             } else if let Err(e) = self.hasher.read(file) {
@@ -237,6 +245,20 @@ mod tests {
         assert_ne!(d1, d2);
         std::fs::write(dir.path().join(".indexignore"), "").unwrap();
         assert_ne!(d2, catalog_digest(dir.path(), 1).unwrap());
+    }
+
+    #[test]
+    fn one_file_in_memory_digests_as_its_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("catalog.json"), "{\"a\": 1}\n").unwrap();
+        assert_eq!(
+            one_file_digest("catalog.json", b"{\"a\": 1}\n", 3),
+            catalog_digest(dir.path(), 3).unwrap()
+        );
+        assert_ne!(
+            one_file_digest("catalog.json", b"{\"a\": 2}\n", 3),
+            catalog_digest(dir.path(), 3).unwrap()
+        );
     }
 
     #[test]

@@ -1,4 +1,5 @@
-//! Building an index from an FBC directory.
+//! Building an index from an FBC directory, or from a catalog rendered in memory (a bundle
+//! or legacy index image) by the same writer.
 //!
 //! Files are read and parsed on worker threads and handed to one writer in file order. The
 //! writer moves each bundle's manifests straight into the database and keeps only the light
@@ -6,14 +7,14 @@
 //! Everything happens in one transaction on a new file that replaces the target only when
 //! complete: a failed ingest leaves nothing behind.
 use super::content::{ContentWriter, Line};
-use super::digest::{DigestOfReads, DigestThread, catalog_digest};
+use super::digest::{DigestOfReads, DigestThread, catalog_digest, one_file_digest};
 use super::encode::{encode_edges, encode_objects, encode_tail};
 use super::schema::{self, Stage};
 use crate::api;
 use crate::catalog::decode::{LoadError, describe_load_errors};
 use crate::catalog::model::{Model, ModelPackage, ValidationError};
 use crate::catalog::property::{self, Typed};
-use crate::catalog::walk::{CatalogFile, read_file_seeing, read_in_order};
+use crate::catalog::walk::{CatalogFile, decode_file_seeing, read_file_seeing, read_in_order};
 use crate::catalog::{self, Bundle, ChannelEntry, DeclarativeConfig, Document, Gvk, Meta};
 use prost::Message;
 use rusqlite::{Connection, params};
@@ -88,21 +89,74 @@ struct ParsedFile {
     lines: Vec<Line>,
 }
 
+/// What an index is built from.
+#[derive(Clone, Copy)]
+pub enum Input<'a> {
+    /// An FBC directory.
+    Dir(&'a Path),
+    Rendered(&'a Rendered),
+}
+
+/// A catalog made in memory (from a bundle image or a legacy index image): the JSON stream
+/// `render` writes, ingested from memory rather than written out and read back. It is
+/// digested as a directory holding it as its one file [`RENDERED_FILE`], which is what these
+/// images were unpacked to before, so that indexes built then are still reused.
+pub struct Rendered {
+    /// Where it came from (an image reference), for messages and the index's `source`.
+    source: String,
+    json: Vec<u8>,
+}
+
+/// The one file of a rendered catalog, as the digest sees it.
+const RENDERED_FILE: &str = "catalog.json";
+
+impl Rendered {
+    pub fn new(source: &str, dc: &DeclarativeConfig) -> Rendered {
+        let mut json = Vec::new();
+        catalog::write::write_json(dc, &mut json).expect("writing to a Vec<u8> does not fail");
+        Rendered {
+            source: source.to_owned(),
+            json,
+        }
+    }
+
+    pub fn digest(&self, format_version: u32) -> String {
+        one_file_digest(RENDERED_FILE, &self.json, format_version)
+    }
+
+    /// The name its documents' origins and messages give: the image, not a file nobody sees.
+    fn name(&self) -> String {
+        format!("render of {}", self.source)
+    }
+}
+
+impl Input<'_> {
+    fn source(&self) -> String {
+        match self {
+            Input::Dir(root) => root.display().to_string(),
+            Input::Rendered(r) => r.source.clone(),
+        }
+    }
+}
+
 /// The name of the file an ingest writes before renaming it into place: `.index-*.db.partial`,
 /// locked (`flock`) by the process writing it.
 pub const PARTIAL_PREFIX: &str = ".index-";
 pub const PARTIAL_SUFFIX: &str = ".db.partial";
 
-/// Builds the index for the FBC at `catalog` into `target`, replacing it only on success.
-/// The index records `digest`, the catalog's content digest; without one, it is computed
-/// from the ingest's own reads.
+/// Builds the index for `input` into `target`, replacing it only on success. The index
+/// records `digest`, the catalog's content digest; without one, it is computed from the
+/// ingest's own reads.
 pub fn build_index(
-    catalog: &Path,
+    input: Input<'_>,
     target: &Path,
     digest: Option<&str>,
 ) -> Result<Summary, IngestError> {
     let started = Instant::now();
-    let files = catalog::walk::catalog_files(catalog).map_err(IngestError::Load)?;
+    let files = match input {
+        Input::Dir(root) => catalog::walk::catalog_files(root).map_err(IngestError::Load)?,
+        Input::Rendered(_) => Vec::new(),
+    };
     let dir = target.parent().unwrap_or(Path::new("."));
     let tmp = tempfile::Builder::new()
         .prefix(PARTIAL_PREFIX)
@@ -123,7 +177,7 @@ pub fn build_index(
         )?;
         let tx = conn.transaction()?;
         schema::migrate(&tx, Stage::Tables)?;
-        let summary = load(catalog, &files, &tx, digest)?;
+        let summary = load(input, &files, &tx, digest)?;
         schema::migrate(&tx, Stage::Complete)?;
         tx.commit()?;
         conn.close().map_err(|(_, e)| IngestError::from(e))?;
@@ -152,59 +206,42 @@ fn release_freed_memory() {
 }
 
 fn load(
-    root: &Path,
+    input: Input<'_>,
     files: &[CatalogFile],
     conn: &Connection,
     digest: Option<&str>,
 ) -> Result<Summary, IngestError> {
-    let mut writer = Writer::new(conn)?;
-    let mut content = ContentWriter::new(conn)?;
-    let mut errors = Vec::new();
-    let mut summary = Summary {
-        files: files.len(),
-        ..Default::default()
+    let mut sink = Sink {
+        writer: Writer::new(conn)?,
+        content: ContentWriter::new(conn)?,
+        errors: Vec::new(),
+        bytes: 0,
     };
-    let reads = match digest {
-        Some(_) => None,
-        None => Some(
-            DigestOfReads::new(root, schema::CURRENT_VERSION, files).map_err(IngestError::Load)?,
-        ),
-    };
-    let keep_data = reads.is_some();
-    let parse = |file: &CatalogFile| parse_file(file, keep_data);
-    let (read, reads) = std::thread::scope(|scope| {
-        let reads = reads.map(|r| r.on_thread(scope));
-        let read = read_in_order(files, parse, |result| {
-            match result {
-                Ok(file) => {
-                    summary.bytes += file.bytes;
-                    if let (Some(reads), Some(data)) = (&reads, file.data) {
-                        reads.add(file.rel, data);
-                    }
-                    for doc in file.documents {
-                        writer.add(doc, &mut errors)?;
-                    }
-                    for line in &file.lines {
-                        content.add(line)?;
-                    }
-                }
-                Err(e) => errors.extend(e),
+    let (digest, files) = match input {
+        Input::Dir(root) => (read_dir(root, files, &mut sink, digest)?, files.len()),
+        Input::Rendered(rendered) => {
+            match parse_rendered(rendered) {
+                Ok(file) => sink.take(file)?,
+                Err(e) => sink.errors.extend(e),
             }
-            Ok::<_, IngestError>(())
-        });
-        (read, reads.map(DigestThread::finish))
-    });
-    read?;
+            let digest =
+                digest.map_or_else(|| rendered.digest(schema::CURRENT_VERSION), str::to_owned);
+            (digest, 1)
+        }
+    };
+    let Sink {
+        writer,
+        content,
+        errors,
+        bytes,
+    } = sink;
     if !errors.is_empty() {
         return Err(IngestError::Load(errors));
     }
-    let digest = match reads {
-        None => digest.unwrap_or_default().to_owned(),
-        Some(reads) => match reads.map_err(IngestError::Load)? {
-            Some(digest) => digest,
-            // The reads came in too far from the digest's order: read again.
-            None => catalog_digest(root, schema::CURRENT_VERSION).map_err(IngestError::Load)?,
-        },
+    let mut summary = Summary {
+        files,
+        bytes,
+        ..Default::default()
     };
     content.finish(conn)?;
     let Writer {
@@ -222,7 +259,7 @@ fn load(
     let mut info = conn.prepare("INSERT INTO info (key, value) VALUES (?1, ?2)")?;
     for (key, value) in [
         ("digest", digest),
-        ("source", root.display().to_string()),
+        ("source", input.source()),
         ("packages", summary.packages.to_string()),
         ("bundles", summary.bundles.to_string()),
         ("entries", summary.entries.to_string()),
@@ -236,12 +273,106 @@ fn load(
     Ok(summary)
 }
 
-/// A file as the writer takes it: each bundle's manifests split off its properties.
+/// Reads the files of the catalog at `root` in order into `sink`; returns the catalog's
+/// digest, `digest` or computed from the same reads.
+fn read_dir(
+    root: &Path,
+    files: &[CatalogFile],
+    sink: &mut Sink<'_>,
+    digest: Option<&str>,
+) -> Result<String, IngestError> {
+    let reads = match digest {
+        Some(_) => None,
+        None => Some(
+            DigestOfReads::new(root, schema::CURRENT_VERSION, files).map_err(IngestError::Load)?,
+        ),
+    };
+    let keep_data = reads.is_some();
+    let parse = |file: &CatalogFile| parse_file(file, keep_data);
+    let (read, reads) = std::thread::scope(|scope| {
+        let reads = reads.map(|r| r.on_thread(scope));
+        let read = read_in_order(files, parse, |result| {
+            match result {
+                Ok(mut file) => {
+                    if let (Some(reads), Some(data)) = (&reads, file.data.take()) {
+                        reads.add(file.rel.clone(), data);
+                    }
+                    sink.take(file)?;
+                }
+                Err(e) => sink.errors.extend(e),
+            }
+            Ok::<_, IngestError>(())
+        });
+        (read, reads.map(DigestThread::finish))
+    });
+    read?;
+    // The caller reports the problems; a catalog that has some has no digest worth computing.
+    if !sink.errors.is_empty() {
+        return Ok(String::new());
+    }
+    Ok(match reads {
+        None => digest.unwrap_or_default().to_owned(),
+        Some(reads) => match reads.map_err(IngestError::Load)? {
+            Some(digest) => digest,
+            // The reads came in too far from the digest's order: read again.
+            None => catalog_digest(root, schema::CURRENT_VERSION).map_err(IngestError::Load)?,
+        },
+    })
+}
+
+/// Where parsed files go: documents to the writer, catalogd lines to the content, problems
+/// collected to be reported together.
+struct Sink<'c> {
+    writer: Writer<'c>,
+    content: ContentWriter<'c>,
+    errors: Vec<LoadError>,
+    bytes: u64,
+}
+
+impl Sink<'_> {
+    fn take(&mut self, file: ParsedFile) -> Result<(), IngestError> {
+        self.bytes += file.bytes;
+        for doc in file.documents {
+            self.writer.add(doc, &mut self.errors)?;
+        }
+        for line in &file.lines {
+            self.content.add(line)?;
+        }
+        Ok(())
+    }
+}
+
+/// A file as the writer takes it.
 fn parse_file(file: &CatalogFile, keep_data: bool) -> Result<ParsedFile, Vec<LoadError>> {
     let mut lines = Vec::new();
     let read = read_file_seeing(file, &mut |doc| lines.push(Line::of(doc)))?;
-    let documents = read
-        .documents
+    Ok(ParsedFile {
+        rel: file.rel.clone(),
+        bytes: read.data.len() as u64,
+        data: keep_data.then_some(read.data),
+        documents: split_manifests(read.documents),
+        lines,
+    })
+}
+
+/// [`parse_file`] for a rendered catalog.
+fn parse_rendered(rendered: &Rendered) -> Result<ParsedFile, Vec<LoadError>> {
+    let mut lines = Vec::new();
+    let documents = decode_file_seeing(&rendered.name(), &rendered.json, &mut |doc| {
+        lines.push(Line::of(doc))
+    })?;
+    Ok(ParsedFile {
+        rel: RENDERED_FILE.to_owned(),
+        bytes: rendered.json.len() as u64,
+        data: None,
+        documents: split_manifests(documents),
+        lines,
+    })
+}
+
+/// Each bundle's manifests split off its properties.
+fn split_manifests(documents: Vec<(Document, Vec<String>)>) -> Vec<Parsed> {
+    documents
         .into_iter()
         .map(|(doc, objects)| match doc {
             Document::Bundle(mut light) => {
@@ -257,14 +388,7 @@ fn parse_file(file: &CatalogFile, keep_data: bool) -> Result<ParsedFile, Vec<Loa
             }
             other => Parsed::Other(other),
         })
-        .collect();
-    Ok(ParsedFile {
-        rel: file.rel.clone(),
-        bytes: read.data.len() as u64,
-        data: keep_data.then_some(read.data),
-        documents,
-        lines,
-    })
+        .collect()
 }
 
 fn is_csv(json: &str) -> bool {

@@ -76,7 +76,7 @@ async fn request(method: Method, url: &str, headers: &[(&str, &str)]) -> Answer 
 }
 
 /// A client trusting the system roots, or only `ca` (PEM).
-fn client(ca: Option<&[u8]>) -> reqwest::Client {
+pub(crate) fn client(ca: Option<&[u8]>) -> reqwest::Client {
     // reqwest is built without a TLS provider of its own; plain HTTP still wants one set.
     let _ = rustls::crypto::ring::default_provider().install_default();
     let mut builder = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none());

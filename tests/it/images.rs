@@ -316,10 +316,21 @@ fn layout_with_layer(dir: &Path, layer: Vec<u8>) -> String {
 
 /// The same, with an annotation of `padding` bytes in the manifest.
 fn layout_image(dir: &Path, layer: Vec<u8>, padding: usize) -> String {
+    let labels = serde_json::json!({"operators.operatorframework.io.index.configs.v1": "/configs"});
+    labelled_layout_image(dir, layer, padding, labels)
+}
+
+/// The same, with `labels` in the image's config.
+fn labelled_layout_image(
+    dir: &Path,
+    layer: Vec<u8>,
+    padding: usize,
+    labels: serde_json::Value,
+) -> String {
     use olm_registry::image::layout::{Layout, digest_of};
     let layout = Layout::create(dir).unwrap();
     let config = serde_json::json!({
-        "config": {"Labels": {"operators.operatorframework.io.index.configs.v1": "/configs"}},
+        "config": {"Labels": labels},
         "rootfs": {"type": "layers", "diff_ids": [digest_of(&layer)]},
     })
     .to_string()
@@ -805,4 +816,148 @@ async fn pull_errors_say_their_kind() {
     let gone = ImageRef::parse(&format!("{closed}/nothing/here:v1")).unwrap();
     let err = client(&closed, cache.path()).pull(&gone).await.unwrap_err();
     assert_eq!(err.kind, ErrorKind::Unavailable, "{err}");
+}
+
+/// Legacy index images are ingested from memory, not from an FBC written out: served, they
+/// answer exactly as the FBC `render` makes of them does, over gRPC and the catalogd API; the
+/// index names the image as its source, not a directory; and it carries the digest the
+/// written-out FBC had, so a start on that FBC reuses it (as caches built when these images
+/// were written out are reused now).
+#[tokio::test]
+async fn legacy_index_images_serve_as_the_fbc_they_render_to() {
+    let work = tempfile::tempdir().unwrap();
+    let db = work.path().join("index.db");
+    crate::migrate::build_v13(&db);
+    let layer = hostile_layer(&[Entry::File(
+        "database/index.db",
+        &std::fs::read(&db).unwrap(),
+    )]);
+    let labels = serde_json::json!({
+        "operators.operatorframework.io.index.database.v1": "/database/index.db"
+    });
+    let reference = labelled_layout_image(&work.path().join("layout"), layer, 0, labels);
+    let fbc = rendered_fbc(&reference, &[]);
+
+    let index_cache = tempfile::tempdir().unwrap();
+    let http = ["--http-addr", "127.0.0.1:0", "--catalog-name", "c"];
+    let mut image_flags = http.to_vec();
+    image_flags.extend_from_slice(&["--cache-dir", index_cache.path().to_str().unwrap()]);
+    let from_image = Server::serving(Path::new(&reference), &image_flags).await;
+    let from_fbc = Server::serving(fbc.path(), &http).await;
+    let (want, got) = (answers(&from_fbc).await, answers(&from_image).await);
+    assert_eq!(want.packages.len(), 1);
+    assert_eq!(want.bundles.len(), 6);
+    assert_eq!(got.packages, want.packages);
+    assert_eq!(got.bundles, want.bundles);
+    assert_eq!(got.by_name, want.by_name);
+    assert_eq!(got.all, want.all);
+    drop((from_image, from_fbc));
+
+    let index_db = index_cache.path().join("olm-registry.v1/index.db");
+    let source: String = rusqlite::Connection::open(&index_db)
+        .unwrap()
+        .query_row("SELECT value FROM info WHERE key = 'source'", [], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    assert_eq!(source, reference);
+    let reuse = ["--cache-dir", index_cache.path().to_str().unwrap()];
+    let again = Server::serving(fbc.path(), &reuse).await;
+    again
+        .wait_for_log("catalog unchanged, serving the cached index")
+        .await;
+}
+
+/// A bundle image alone names a package it does not hold: serving it is refused as serving
+/// the FBC `render` makes of it is, the problem cited by where `render` prints it.
+#[test]
+fn a_bundle_image_is_refused_as_its_fbc_is() {
+    let Some(bundles) = crate::common::shared_testdata("upstream/render-bundles") else {
+        return;
+    };
+    let work = tempfile::tempdir().unwrap();
+    let dir = bundles.join("foo-bundle-v0.2.0");
+    let tag = format!("oci:{}:v0.2.0", work.path().join("layout").display());
+    let (code, _, stderr) = run(&["build", "bundle", dir.to_str().unwrap(), "--tag", &tag]);
+    assert_eq!(code, 0, "{stderr}");
+    let fbc = rendered_fbc(&tag, &[]);
+    let refusal = |source: &Path| {
+        let cache = tempfile::tempdir().unwrap();
+        let (code, _, stderr) = run(&[
+            "serve",
+            source.to_str().unwrap(),
+            "-p",
+            "127.0.0.1:0",
+            "--cache-only",
+            "--cache-dir",
+            cache.path().to_str().unwrap(),
+        ]);
+        assert_ne!(code, 0, "{stderr}");
+        let at = stderr.find("invalid index:").expect(&stderr);
+        stderr[at..].trim_end().to_owned()
+    };
+    let expected = refusal(fbc.path()).replace("catalog.json:", &format!("render of {tag}:"));
+    assert_eq!(
+        expected,
+        format!(
+            "invalid index:\n└── unknown package \"foo\" for bundle \"foo.v0.2.0\" (render of {tag}:1)"
+        )
+    );
+    assert_eq!(refusal(Path::new(&tag)), expected);
+}
+
+/// A directory holding, as `catalog.json`, what `render REFERENCE` prints.
+fn rendered_fbc(reference: &str, flags: &[&str]) -> tempfile::TempDir {
+    let fbc = tempfile::tempdir().unwrap();
+    let mut args = vec!["render", reference];
+    args.extend_from_slice(flags);
+    let (code, rendered, stderr) = run(&args);
+    assert_eq!(code, 0, "{stderr}");
+    std::fs::write(fbc.path().join("catalog.json"), rendered).unwrap();
+    fbc
+}
+
+/// What a server answers about its whole catalog.
+struct Answers {
+    packages: Vec<olm_registry::api::Package>,
+    bundles: Vec<olm_registry::api::Bundle>,
+    /// GetBundle of each bundle ListBundles names.
+    by_name: Vec<olm_registry::api::Bundle>,
+    /// The body of the catalogd API's `/all`.
+    all: Vec<u8>,
+}
+
+async fn answers(server: &Server) -> Answers {
+    use olm_registry::api::{GetBundleRequest, ListBundlesRequest};
+    let mut c = server.client().await;
+    let mut packages = Vec::new();
+    for name in crate::common::package_names(&mut c).await {
+        let p = c.get_package(GetPackageRequest { name }).await.unwrap();
+        packages.push(p.into_inner());
+    }
+    let listed = c.list_bundles(ListBundlesRequest {}).await.unwrap();
+    let bundles = crate::common::collect(listed.into_inner()).await;
+    let mut by_name = Vec::new();
+    for b in &bundles {
+        let request = GetBundleRequest {
+            pkg_name: b.package_name.clone(),
+            channel_name: b.channel_name.clone(),
+            csv_name: b.csv_name.clone(),
+        };
+        by_name.push(c.get_bundle(request).await.unwrap().into_inner());
+    }
+    let base = crate::catalogd_http::api_base(server).await;
+    let all = crate::catalogd_http::client(None)
+        .get(format!("{base}/catalogs/c/api/v1/all"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(all.status(), reqwest::StatusCode::OK);
+    let all = all.bytes().await.unwrap().to_vec();
+    Answers {
+        packages,
+        bundles,
+        by_name,
+        all,
+    }
 }

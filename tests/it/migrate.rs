@@ -62,7 +62,7 @@ fn crd() -> Value {
 
 /// A v13 database: foo.v3 (head, with manifests) replaces foo.v2 (skips the absent
 /// foo.v1.5) replaces foo.v1; foo.v0 is deprecated. Graph rows follow upstream's encoding.
-fn build_v13(path: &Path) {
+pub(crate) fn build_v13(path: &Path) {
     let db = Connection::open(path).unwrap();
     db.execute_batch(SCHEMA_V13).unwrap();
     db.execute("INSERT INTO package VALUES ('foo', 'stable')", [])
