@@ -12,7 +12,8 @@ use std::io::Write;
 use std::process::{Command, Stdio};
 
 /// The metrics address a server announced.
-pub(crate) fn metrics_addr(server: &Server) -> String {
+pub(crate) async fn metrics_addr(server: &Server) -> String {
+    server.wait_for_log("serving metrics on http://").await;
     let log = server.log();
     log.split("serving metrics on http://")
         .nth(1)
@@ -74,7 +75,7 @@ async fn prometheus_reads_exact_figures_after_known_traffic() {
         ],
     )
     .await;
-    let metrics = metrics_addr(&primary);
+    let metrics = metrics_addr(&primary).await;
 
     let mut registry = primary.client().await;
     for name in ["a", "a", "no-such-package"] {
@@ -214,7 +215,7 @@ async fn exposition_passes_promtool_and_probes_answer() {
         &["--metrics-addr", "127.0.0.1:0"],
     )
     .await;
-    let metrics = metrics_addr(&server);
+    let metrics = metrics_addr(&server).await;
     let (status, text) = tokio::task::block_in_place(|| get(&metrics, "/metrics")).unwrap();
     assert_eq!(status, 200);
     let mut promtool = Command::new("promtool")
@@ -261,7 +262,7 @@ async fn readiness_follows_the_load_and_shutdown_closes_the_metrics_listener() {
         &["--metrics-addr", "127.0.0.1:0", "--use-http"],
     );
     server.wait_for_log("serving metrics on").await;
-    let metrics = metrics_addr(&server);
+    let metrics = metrics_addr(&server).await;
     for (path, want) in [
         ("/readyz", (503, "not ready\n")),
         ("/healthz", (200, "ok\n")),
@@ -364,7 +365,8 @@ async fn a_warm_start_is_reported_as_warm_with_its_load_time() {
         .unwrap()
         .as_secs();
     let warm = Server::serving(&catalog, &[&cache_flag, "--metrics-addr", "127.0.0.1:0"]).await;
-    let (_, text) = tokio::task::block_in_place(|| get(&metrics_addr(&warm), "/metrics")).unwrap();
+    let addr = metrics_addr(&warm).await;
+    let (_, text) = tokio::task::block_in_place(|| get(&addr, "/metrics")).unwrap();
     let sample = |name: &str| {
         text.lines()
             .find_map(|l| l.strip_prefix(name)?.strip_prefix(' '))

@@ -29,7 +29,7 @@ async fn http_mode_checks_the_metrics_listener() {
         &["--metrics-addr", "127.0.0.1:0"],
     )
     .await;
-    let metrics = metrics_addr(&server);
+    let metrics = metrics_addr(&server).await;
     for path in ["/readyz", "/healthz"] {
         assert_eq!(
             probe(&[&format!("-http=http://{metrics}{path}")]).await,
@@ -89,7 +89,7 @@ async fn http_mode_reports_not_ready_while_loading() {
         &["--metrics-addr", "127.0.0.1:0", "--use-http"],
     );
     server.wait_for_log("serving metrics on").await;
-    let url = format!("http://{}/readyz", metrics_addr(&server));
+    let url = format!("http://{}/readyz", metrics_addr(&server).await);
     assert_eq!(
         probe(&[&format!("-http={url}")]).await,
         (

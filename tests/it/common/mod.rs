@@ -49,6 +49,9 @@ pub struct Server {
     child: Option<Child>,
     pub addr: String,
     log: Arc<Mutex<Vec<String>>>,
+    /// The thread copying stderr into `log`; done once the process has exited and its
+    /// stderr is drained.
+    reader: Option<std::thread::JoinHandle<()>>,
     _dir: tempfile::TempDir,
 }
 
@@ -78,7 +81,7 @@ impl Server {
         let (tx, rx) = mpsc::channel();
         let stderr = child.stderr.take().unwrap();
         let sink = log.clone();
-        std::thread::spawn(move || {
+        let reader = std::thread::spawn(move || {
             for line in BufReader::new(stderr).lines().map_while(Result::ok) {
                 // The address ends the message, in text and in JSON log lines.
                 if let Some(addr) = line.split("listening on ").nth(1) {
@@ -97,6 +100,7 @@ impl Server {
             child: Some(child),
             addr,
             log,
+            reader: Some(reader),
             _dir: dir,
         }
     }
@@ -189,11 +193,16 @@ impl Server {
     }
 
     /// Waits for the process to exit, on a blocking thread so that this test's runtime keeps
-    /// driving its connections (a graceful stop waits for clients to close them).
+    /// driving its connections (a graceful stop waits for clients to close them). The log is
+    /// complete when this returns.
     pub async fn wait(&mut self) -> ExitStatus {
         let mut child = self.child.take().expect("running");
+        let reader = self.reader.take();
         let (child, status) = tokio::task::spawn_blocking(move || {
             let status = child.wait().unwrap();
+            if let Some(reader) = reader {
+                reader.join().expect("the log reader");
+            }
             (child, status)
         })
         .await
