@@ -11,7 +11,7 @@ use flate2::write::GzEncoder;
 use rusqlite::{Connection, Statement, params};
 use serde_json::Value;
 use std::io::Write;
-use std::sync::mpsc;
+use std::sync::{Arc, mpsc};
 
 /// One document as catalogd stores it.
 pub struct Line {
@@ -48,38 +48,128 @@ impl Line {
     }
 }
 
-/// Appends lines in walk order during an ingest, and gzips `/api/v1/all` beside it on a
-/// thread of its own, so that the compression overlaps the reading of the catalog.
-pub(super) struct ContentWriter<'c> {
-    insert: Statement<'c>,
-    insert_gzip: Statement<'c>,
-    offset: i64,
-    chunks: i64,
-    to_gzip: Option<mpsc::SyncSender<Vec<u8>>>,
-    gzipped: mpsc::Receiver<Vec<u8>>,
-    gzip: Option<std::thread::JoinHandle<std::io::Result<()>>>,
+/// The codings `/api/v1/all` is also stored in, and that responses are compressed with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Coding {
+    Gzip,
+    Zstd,
 }
 
-/// Size of the stored gzip chunks (the last one is shorter).
-const GZIP_CHUNK: usize = 256 << 10;
+impl Coding {
+    const ALL: [Coding; 2] = [Coding::Gzip, Coding::Zstd];
+
+    /// Its name in `Content-Encoding`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Coding::Gzip => "gzip",
+            Coding::Zstd => "zstd",
+        }
+    }
+
+    fn table(self) -> &'static str {
+        match self {
+            Coding::Gzip => "content_gzip",
+            Coding::Zstd => "content_zstd",
+        }
+    }
+}
+
+/// One compressed stream, fed a piece at a time. Fast levels (gzip's fastest, zstd's
+/// default): the catalog is mostly base64 manifests, which the slower levels shrink little
+/// more, and the compression must keep up with an ingest or with a waiting client.
+pub enum Encoder {
+    Gzip(GzEncoder<Vec<u8>>),
+    Zstd(zstd::stream::write::Encoder<'static, Vec<u8>>),
+}
+
+impl Encoder {
+    pub fn new(coding: Coding) -> std::io::Result<Encoder> {
+        Ok(match coding {
+            Coding::Gzip => Encoder::Gzip(GzEncoder::new(Vec::new(), Compression::fast())),
+            Coding::Zstd => Encoder::Zstd(zstd::stream::write::Encoder::new(
+                Vec::new(),
+                zstd::DEFAULT_COMPRESSION_LEVEL,
+            )?),
+        })
+    }
+
+    pub fn write(&mut self, input: &[u8]) -> std::io::Result<()> {
+        match self {
+            Encoder::Gzip(gz) => gz.write_all(input),
+            Encoder::Zstd(zs) => zs.write_all(input),
+        }
+    }
+
+    /// What the stream has produced so far, once that is at least `min` bytes.
+    pub fn take(&mut self, min: usize) -> Option<Vec<u8>> {
+        let out = match self {
+            Encoder::Gzip(gz) => gz.get_mut(),
+            Encoder::Zstd(zs) => zs.get_mut(),
+        };
+        (out.len() >= min).then(|| std::mem::take(out))
+    }
+
+    /// Ends the stream, returning its last bytes.
+    pub fn finish(self) -> std::io::Result<Vec<u8>> {
+        match self {
+            Encoder::Gzip(gz) => gz.finish(),
+            Encoder::Zstd(zs) => zs.finish(),
+        }
+    }
+}
+
+/// Appends lines in walk order during an ingest, and compresses `/api/v1/all` in every
+/// [`Coding`] beside it, each on a thread of its own, so that the compression overlaps the
+/// reading of the catalog.
+pub(super) struct ContentWriter<'c> {
+    insert: Statement<'c>,
+    offset: i64,
+    compressors: Vec<Compressor<'c>>,
+    /// Compressed chunks, by index in `compressors`.
+    compressed: mpsc::Receiver<(usize, Vec<u8>)>,
+}
+
+/// One coding's thread and where its chunks go.
+struct Compressor<'c> {
+    insert: Statement<'c>,
+    chunks: i64,
+    lines: Option<mpsc::SyncSender<Arc<[u8]>>>,
+    thread: Option<std::thread::JoinHandle<std::io::Result<()>>>,
+}
+
+/// Size of the stored compressed chunks (the last one is shorter).
+const CHUNK: usize = 256 << 10;
 
 impl<'c> ContentWriter<'c> {
     pub(super) fn new(conn: &'c Connection) -> rusqlite::Result<Self> {
-        // Lines waiting for the compressor are bounded; compressed chunks are taken by every
+        // Lines waiting for a compressor are bounded; compressed chunks are taken by every
         // `add`, so neither side holds more than a few chunks.
-        let (to_gzip, lines) = mpsc::sync_channel::<Vec<u8>>(64);
-        let (chunks, gzipped) = mpsc::channel();
-        let gzip = std::thread::spawn(move || compress(lines, chunks));
+        let (chunks, compressed) = mpsc::channel();
+        let compressors = Coding::ALL
+            .into_iter()
+            .enumerate()
+            .map(|(index, coding)| {
+                let (to_compress, lines) = mpsc::sync_channel::<Arc<[u8]>>(64);
+                let chunks = chunks.clone();
+                let thread = std::thread::spawn(move || compress(coding, lines, index, chunks));
+                Ok(Compressor {
+                    insert: conn.prepare(&format!(
+                        "INSERT INTO {} (seq, data) VALUES (?1, ?2)",
+                        coding.table()
+                    ))?,
+                    chunks: 0,
+                    lines: Some(to_compress),
+                    thread: Some(thread),
+                })
+            })
+            .collect::<rusqlite::Result<_>>()?;
         Ok(ContentWriter {
             insert: conn.prepare(
                 "INSERT INTO content_line (offset, schema, package, name, line) VALUES (?1, ?2, ?3, ?4, ?5)",
             )?,
-            insert_gzip: conn.prepare("INSERT INTO content_gzip (seq, data) VALUES (?1, ?2)")?,
             offset: 0,
-            chunks: 0,
-            to_gzip: Some(to_gzip),
-            gzipped,
-            gzip: Some(gzip),
+            compressors,
+            compressed,
         })
     }
 
@@ -92,43 +182,47 @@ impl<'c> ContentWriter<'c> {
             line.text.as_bytes()
         ])?;
         self.offset += line.text.len() as i64;
-        // A compressor that has stopped has failed; `finish` reports why.
-        if let Some(to_gzip) = &self.to_gzip {
-            let _ = to_gzip.send(line.text.as_bytes().to_vec());
+        let text: Arc<[u8]> = Arc::from(line.text.as_bytes());
+        for compressor in &self.compressors {
+            // A compressor that has stopped has failed; `finish` reports why.
+            if let Some(lines) = &compressor.lines {
+                let _ = lines.send(text.clone());
+            }
         }
-        while let Ok(chunk) = self.gzipped.try_recv() {
-            self.store_chunk(&chunk)?;
+        self.store_chunks()
+    }
+
+    fn store_chunks(&mut self) -> rusqlite::Result<()> {
+        while let Ok((index, chunk)) = self.compressed.try_recv() {
+            let compressor = &mut self.compressors[index];
+            compressor
+                .insert
+                .execute(params![compressor.chunks, chunk])?;
+            compressor.chunks += 1;
         }
         Ok(())
     }
 
-    fn store_chunk(&mut self, chunk: &[u8]) -> rusqlite::Result<()> {
-        self.insert_gzip.execute(params![self.chunks, chunk])?;
-        self.chunks += 1;
-        Ok(())
-    }
-
-    /// Stores the rest of the gzip stream, the length of `/api/v1/all`, and when it was built
-    /// (what `Last-Modified` says, kept with the index so that a warm start says the same).
+    /// Stores the rest of the compressed streams, the length of `/api/v1/all`, and when it
+    /// was built (what `Last-Modified` says, kept with the index so that a warm start says
+    /// the same).
     pub(super) fn finish(mut self, conn: &Connection) -> Result<(), IngestError> {
-        drop(self.to_gzip.take());
-        let compressed = self.gzip.take().map(|thread| thread.join());
-        while let Ok(chunk) = self.gzipped.try_recv() {
-            self.store_chunk(&chunk)?;
+        for compressor in &mut self.compressors {
+            drop(compressor.lines.take());
         }
-        match compressed {
-            Some(Ok(Ok(()))) | None => {}
-            Some(Ok(Err(e))) => {
-                return Err(IngestError::Storage(format!(
-                    "compressing the catalog: {e}"
-                )));
-            }
-            Some(Err(_)) => {
-                return Err(IngestError::Storage(
-                    "the catalog compressor failed".to_owned(),
-                ));
-            }
+        let mut failure = None;
+        for compressor in &mut self.compressors {
+            let failed = match compressor.thread.take().map(|thread| thread.join()) {
+                Some(Ok(Ok(()))) | None => None,
+                Some(Ok(Err(e))) => Some(format!("compressing the catalog: {e}")),
+                Some(Err(_)) => Some("the catalog compressor failed".to_owned()),
+            };
+            failure = failure.or(failed);
         }
+        if let Some(failure) = failure {
+            return Err(IngestError::Storage(failure));
+        }
+        self.store_chunks()?;
         let built = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_secs());
@@ -139,24 +233,27 @@ impl<'c> ContentWriter<'c> {
     }
 }
 
-/// Gzips the lines it receives into one stream, sending it on in chunks of [`GZIP_CHUNK`].
-/// The fast level: the catalog is mostly base64 manifests, which the slower levels shrink
-/// little more, and the compression must keep up with the ingest.
-fn compress(lines: mpsc::Receiver<Vec<u8>>, chunks: mpsc::Sender<Vec<u8>>) -> std::io::Result<()> {
-    let mut gz = GzEncoder::new(Vec::with_capacity(GZIP_CHUNK * 2), Compression::fast());
+/// Compresses the lines it receives into one stream, sending it on in chunks of [`CHUNK`]
+/// tagged with `index`.
+fn compress(
+    coding: Coding,
+    lines: mpsc::Receiver<Arc<[u8]>>,
+    index: usize,
+    chunks: mpsc::Sender<(usize, Vec<u8>)>,
+) -> std::io::Result<()> {
+    let mut encoder = Encoder::new(coding)?;
+    let send = |out: Vec<u8>| {
+        for chunk in out.chunks(CHUNK) {
+            let _ = chunks.send((index, chunk.to_vec()));
+        }
+    };
     for line in lines {
-        gz.write_all(&line)?;
-        if gz.get_ref().len() >= GZIP_CHUNK {
-            let full = std::mem::replace(gz.get_mut(), Vec::with_capacity(GZIP_CHUNK * 2));
-            for chunk in full.chunks(GZIP_CHUNK) {
-                let _ = chunks.send(chunk.to_vec());
-            }
+        encoder.write(&line)?;
+        if let Some(out) = encoder.take(CHUNK) {
+            send(out);
         }
     }
-    let rest = gz.finish()?;
-    for chunk in rest.chunks(GZIP_CHUNK) {
-        let _ = chunks.send(chunk.to_vec());
-    }
+    send(encoder.finish()?);
     Ok(())
 }
 
@@ -227,17 +324,20 @@ pub fn read_range(
     Ok(out.len() - start)
 }
 
-/// Appends to `out` the stored gzip chunks of `/api/v1/all` from chunk `from` on, stopping
-/// once `out` has `budget` bytes or more. Returns how many chunks it appended.
-pub fn read_gzip(
+/// Appends to `out` the stored chunks of `/api/v1/all` in `coding` from chunk `from` on,
+/// stopping once `out` has `budget` bytes or more. Returns how many chunks it appended.
+pub fn read_compressed(
     conn: &Connection,
+    coding: Coding,
     from: i64,
     budget: usize,
     out: &mut Vec<u8>,
 ) -> Result<i64, QueryError> {
     let start = out.len();
-    let mut stmt =
-        conn.prepare_cached("SELECT data FROM content_gzip WHERE seq >= ?1 ORDER BY seq")?;
+    let mut stmt = conn.prepare_cached(&format!(
+        "SELECT data FROM {} WHERE seq >= ?1 ORDER BY seq",
+        coding.table()
+    ))?;
     let mut rows = stmt.query([from])?;
     let mut read = 0;
     while let Some(row) = rows.next()? {
@@ -356,7 +456,7 @@ mod tests {
     }
 
     #[test]
-    fn the_stored_gzip_inflates_to_the_whole() {
+    fn the_stored_compressed_streams_inflate_to_the_whole() {
         let docs: Vec<Value> = (0..5000)
             .map(|i| serde_json::json!({"schema": "s", "name": format!("n{i}"), "x": i * 7919 % 1000}))
             .collect();
@@ -364,20 +464,29 @@ mod tests {
         let facts = facts(&conn).unwrap();
         let mut all = Vec::new();
         read_range(&conn, 0, facts.length, usize::MAX, &mut all).unwrap();
-        let mut gz = Vec::new();
-        let mut next = 0;
-        loop {
-            let read = read_gzip(&conn, next, 1, &mut gz).unwrap();
-            if read == 0 {
-                break;
-            }
-            next += read;
-        }
-        let mut inflated = Vec::new();
-        std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(&gz[..]), &mut inflated)
-            .unwrap();
-        assert_eq!(inflated, all);
         assert_eq!(all.len() as u64, facts.length);
+        for coding in Coding::ALL {
+            let mut stored = Vec::new();
+            let mut next = 0;
+            loop {
+                let read = read_compressed(&conn, coding, next, 1, &mut stored).unwrap();
+                if read == 0 {
+                    break;
+                }
+                next += read;
+            }
+            let mut inflated = Vec::new();
+            match coding {
+                Coding::Gzip => std::io::Read::read_to_end(
+                    &mut flate2::read::GzDecoder::new(&stored[..]),
+                    &mut inflated,
+                )
+                .map(drop)
+                .unwrap(),
+                Coding::Zstd => inflated = zstd::decode_all(&stored[..]).unwrap(),
+            }
+            assert_eq!(inflated, all, "{coding:?}");
+        }
     }
 
     #[test]

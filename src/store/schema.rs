@@ -23,6 +23,12 @@ const MIGRATIONS: &[(u32, &str, &str, bool)] = &[
         include_str!("../../migrations/0003_catalogd_content.sql"),
         true,
     ),
+    (
+        4,
+        "catalogd_zstd",
+        include_str!("../../migrations/0004_catalogd_zstd.sql"),
+        true,
+    ),
 ];
 
 /// The version a complete index has; an index at any other version is rebuilt.
@@ -84,7 +90,7 @@ mod tests {
     fn migrations_apply_in_order_and_are_recorded() {
         let conn = Connection::open_in_memory().unwrap();
         migrate(&conn, Stage::Tables).unwrap();
-        assert_eq!(version(&conn).unwrap(), 3);
+        assert_eq!(version(&conn).unwrap(), 4);
         migrate(&conn, Stage::Complete).unwrap();
         assert_eq!(version(&conn).unwrap(), CURRENT_VERSION);
         let names: Vec<String> = conn
@@ -94,7 +100,15 @@ mod tests {
             .unwrap()
             .collect::<Result<_, _>>()
             .unwrap();
-        assert_eq!(names, ["index", "lookup_indexes", "catalogd_content"]);
+        assert_eq!(
+            names,
+            [
+                "index",
+                "lookup_indexes",
+                "catalogd_content",
+                "catalogd_zstd"
+            ]
+        );
         // Applying again is a no-op, not an error.
         migrate(&conn, Stage::Complete).unwrap();
     }

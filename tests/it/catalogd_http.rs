@@ -62,11 +62,21 @@ impl Answer {
         String::from_utf8(self.body.clone()).unwrap()
     }
 
-    fn inflated(&self) -> String {
+    /// The body decoded as its `Content-Encoding` says.
+    fn decoded(&self) -> String {
         let mut text = String::new();
-        flate2::read::GzDecoder::new(&self.body[..])
-            .read_to_string(&mut text)
-            .unwrap();
+        match self.header(header::CONTENT_ENCODING) {
+            Some("gzip") => {
+                flate2::read::GzDecoder::new(&self.body[..])
+                    .read_to_string(&mut text)
+                    .unwrap();
+            }
+            Some("zstd") => {
+                text = String::from_utf8(zstd::decode_all(&self.body[..]).unwrap()).unwrap()
+            }
+            None => text = self.text(),
+            Some(other) => panic!("unexpected Content-Encoding {other}"),
+        }
         text
     }
 }
@@ -152,7 +162,7 @@ async fn acceptance_vectors_of_the_spec() {
     assert_eq!(a.header(header::CONTENT_LENGTH), None);
     assert_eq!(a.header(header::ACCEPT_RANGES), None);
     assert_eq!(a.header(header::VARY), Some("Accept-Encoding"));
-    assert_eq!(a.inflated(), lines(&[1, 2, 3, 4, 5, 6, 7, 8]));
+    assert_eq!(a.decoded(), lines(&[1, 2, 3, 4, 5, 6, 7, 8]));
 
     // 3
     let a = request(Method::HEAD, &all, &[("Accept-Encoding", "gzip")]).await;
@@ -444,14 +454,17 @@ async fn a_real_catalog_served_whole_and_filtered() {
         assert_eq!(as_go(got), as_go(want.clone()), "document {i}");
     }
 
-    // Gzip of the whole is the same bytes.
-    let gz = get(
-        &format!("{base}/catalogs/community/api/v1/all"),
-        &[("Accept-Encoding", "gzip")],
-    )
-    .await;
-    assert_eq!(gz.header(header::CONTENT_ENCODING), Some("gzip"));
-    assert_eq!(gz.inflated(), text);
+    // Each stored compression of the whole is the same bytes.
+    for coding in ["gzip", "zstd"] {
+        let a = get(
+            &format!("{base}/catalogs/community/api/v1/all"),
+            &[("Accept-Encoding", coding)],
+        )
+        .await;
+        assert_eq!(a.header(header::CONTENT_ENCODING), Some(coding));
+        assert!(a.body.len() < text.len() / 2, "{coding}: {}", a.body.len());
+        assert_eq!(a.decoded(), text, "{coding}");
+    }
 
     // Metas against a filter computed here.
     let field =
@@ -480,18 +493,80 @@ async fn a_real_catalog_served_whole_and_filtered() {
             .map(|(line, _)| format!("{line}\n"))
             .collect();
         assert!(!want.is_empty(), "{query}");
-        let a = get(
-            &format!("{base}/catalogs/community/api/v1/metas?{query}"),
-            &[("Accept-Encoding", "gzip")],
-        )
-        .await;
-        let body = if a.header(header::CONTENT_ENCODING) == Some("gzip") {
-            a.inflated()
-        } else {
-            a.text()
-        };
-        assert_eq!(body, want, "{query}");
+        // Compressed on the fly, from catalogd's threshold on.
+        for coding in ["gzip", "zstd"] {
+            let a = get(
+                &format!("{base}/catalogs/community/api/v1/metas?{query}"),
+                &[("Accept-Encoding", coding)],
+            )
+            .await;
+            let expected_coding = (want.len() >= 1024).then_some(coding);
+            assert_eq!(
+                a.header(header::CONTENT_ENCODING),
+                expected_coding,
+                "{query} {}",
+                want.len()
+            );
+            assert_eq!(a.decoded(), want, "{query} {coding}");
+        }
     }
+}
+
+/// zstd as catalogd (gzhttp since v1.18.4) negotiates it: preferred at equal q-values, the
+/// higher q-value winning otherwise, refused by `q=0`; never for HEAD, ranges or small bodies.
+#[tokio::test]
+async fn zstd_negotiated_as_catalogd_does() {
+    let (_server, base) = serve(&fixture("catalogd/tiny"), &[]).await;
+    let all = format!("{base}/catalogs/tiny/api/v1/all");
+    let whole = lines(&[1, 2, 3, 4, 5, 6, 7, 8]);
+    let cases = [
+        ("zstd", Some("zstd")),
+        ("gzip, zstd", Some("zstd")),
+        ("zstd;q=0.5, gzip;q=0.5", Some("zstd")),
+        ("gzip;q=1, zstd;q=0.5", Some("gzip")),
+        ("gzip;q=0.2, zstd;q=0.9", Some("zstd")),
+        ("zstd;q=0", None),
+        ("gzip, zstd;q=0", Some("gzip")),
+        ("identity", None),
+    ];
+    for (accept, coding) in cases {
+        let a = get(&all, &[("Accept-Encoding", accept)]).await;
+        assert_eq!(a.status, StatusCode::OK, "{accept}");
+        assert_eq!(a.header(header::CONTENT_ENCODING), coding, "{accept}");
+        assert_eq!(a.header(header::VARY), Some("Accept-Encoding"));
+        let length = coding.is_none().then_some("1196");
+        assert_eq!(a.header(header::CONTENT_LENGTH), length, "{accept}");
+        assert_eq!(a.decoded(), whole, "{accept}");
+    }
+
+    let a = request(Method::HEAD, &all, &[("Accept-Encoding", "gzip, zstd")]).await;
+    assert_eq!(a.status, StatusCode::OK);
+    assert_eq!(a.header(header::CONTENT_ENCODING), None);
+    assert_eq!(a.header(header::CONTENT_LENGTH), Some("1196"));
+    assert!(a.body.is_empty());
+
+    let a = get(
+        &all,
+        &[("Range", "bytes=60-80"), ("Accept-Encoding", "zstd")],
+    )
+    .await;
+    assert_eq!(a.status, StatusCode::PARTIAL_CONTENT);
+    assert_eq!(a.header(header::CONTENT_ENCODING), None);
+    assert_eq!(a.text(), &whole[60..81]);
+
+    // Metas under 1024 bytes go out as they are; without a filter they are the whole.
+    let metas = format!("{base}/catalogs/tiny/api/v1/metas");
+    let a = get(
+        &format!("{metas}?package=alpha-op"),
+        &[("Accept-Encoding", "zstd")],
+    )
+    .await;
+    assert_eq!(a.header(header::CONTENT_ENCODING), None);
+    assert_eq!(a.header(header::CONTENT_LENGTH), Some("758"));
+    assert_eq!(a.text(), lines(&[2, 3, 4, 5]));
+    let a = get(&metas, &[("Accept-Encoding", "zstd")]).await;
+    assert_eq!(a.header(header::CONTENT_ENCODING), Some("zstd"));
+    assert_eq!(a.decoded(), whole);
 }
 
 /// Until the catalog is loaded its routes answer 503 (other names 404); SIGTERM then stops.

@@ -3,9 +3,8 @@
 //! given back before the batch is sent; compression runs on a blocking thread too. One batch
 //! waits for the client at a time, so a connection holds a few batches at most however slow
 //! its reader is, and a reader that takes nothing for [`STALL_TIMEOUT`] is dropped.
-use super::encoding::Gzip;
 use crate::server::serving::ServedCatalog;
-use crate::store::content::{self, MetasFilter};
+use crate::store::content::{self, Coding, Encoder, MetasFilter};
 use bytes::Bytes;
 use http_body::Frame;
 use http_body_util::{BodyExt, Full, StreamBody, combinators::BoxBody};
@@ -38,8 +37,8 @@ pub enum Source {
     Range { from: u64, to: u64 },
     /// The lines matching a filter after offset `after`.
     Metas { filter: MetasFilter, after: i64 },
-    /// The stored gzip of `/api/v1/all` from chunk `seq` on.
-    Gzip { seq: i64 },
+    /// The stored `/api/v1/all` in `coding` from chunk `seq` on.
+    Compressed { coding: Coding, seq: i64 },
 }
 
 impl Source {
@@ -62,9 +61,13 @@ impl Source {
                             to,
                         })
                     }
-                    Source::Gzip { seq } => {
-                        let read = content::read_gzip(conn, seq, BATCH_BYTES, &mut batch)?;
-                        (read > 0).then_some(Source::Gzip { seq: seq + read })
+                    Source::Compressed { coding, seq } => {
+                        let read =
+                            content::read_compressed(conn, coding, seq, BATCH_BYTES, &mut batch)?;
+                        (read > 0).then_some(Source::Compressed {
+                            coding,
+                            seq: seq + read,
+                        })
                     }
                     Source::Metas { filter, after } => {
                         let last =
@@ -87,20 +90,26 @@ impl Source {
     }
 }
 
-/// Streams `first` (already read) and the rest of `source`, gzip-compressed when `gzip`. An
+/// Streams `first` (already read) and the rest of `source`, compressed in `coding` if any. An
 /// error of the index cuts the body short, so that the client sees a broken transfer and not
 /// a complete-looking partial catalog. `finished` is dropped when the body ends.
 pub fn stream<G: Send + 'static>(
     catalog: ServedCatalog,
     first: Option<Vec<u8>>,
     mut source: Source,
-    gzip: bool,
+    coding: Option<Coding>,
     finished: G,
 ) -> Body {
     let (tx, rx) = mpsc::channel::<Result<Frame<Bytes>, std::io::Error>>(1);
     tokio::spawn(async move {
         let _finished = finished;
-        let mut encoder = gzip.then(Gzip::default);
+        let mut encoder = match coding.map(Encoder::new).transpose() {
+            Ok(encoder) => encoder,
+            Err(e) => {
+                let _ = tx.send(Err(e)).await;
+                return;
+            }
+        };
         let mut pending = first;
         loop {
             let batch = match pending.take() {
@@ -118,17 +127,20 @@ pub fn stream<G: Send + 'static>(
             let out = match (encoder.take(), batch) {
                 (None, Some(batch)) => batch,
                 (None, None) => return,
-                (Some(mut gz), batch) => {
+                (Some(mut stream), batch) => {
                     let compressed = tokio::task::spawn_blocking(move || match batch {
-                        Some(batch) => gz.push(&batch).map(|out| (out, Some(gz))),
-                        None => gz.finish().map(|out| (out, None)),
+                        Some(batch) => stream.write(&batch).map(|()| {
+                            let out = stream.take(0).unwrap_or_default();
+                            (out, Some(stream))
+                        }),
+                        None => stream.finish().map(|out| (out, None)),
                     })
                     .await
                     .map_err(std::io::Error::other)
                     .and_then(|r| r);
                     match compressed {
-                        Ok((out, gz)) => {
-                            encoder = gz;
+                        Ok((out, next)) => {
+                            encoder = next;
                             out
                         }
                         Err(e) => {

@@ -1,22 +1,16 @@
-//! Response compression (catalogd-http.md §5): gzip when the client accepts it (q-values
-//! honoured, `q=0` refuses) and the body is at least [`THRESHOLD`] bytes; never for `HEAD` or
-//! ranges. zstd, which newer catalogd also offers, is not: the only catalog client,
-//! operator-controller, asks for gzip alone.
-use flate2::Compression;
-use flate2::write::GzEncoder;
-use std::io::Write;
+//! Response compression (catalogd-http.md §5): gzip or zstd, chosen from `Accept-Encoding` as
+//! catalogd's compression layer chooses (the higher q-value wins, zstd at equal ones, `q=0`
+//! refuses), for bodies of at least [`THRESHOLD`] bytes; never for `HEAD` or ranges.
+use crate::store::content::Coding;
 
 /// Bodies shorter than this go out as they are.
 pub const THRESHOLD: u64 = 1024;
 
-/// Whether `Accept-Encoding` accepts gzip: listed with a non-zero q-value, or `*` with one
-/// when gzip is not listed.
-pub fn accepts_gzip(accept_encoding: Option<&str>) -> bool {
-    let Some(header) = accept_encoding else {
-        return false;
-    };
-    let mut gzip = None;
-    let mut any = None;
+/// The coding to answer in, if any. A coding not listed takes the q-value of `*` when that
+/// is listed.
+pub fn negotiate(accept_encoding: Option<&str>) -> Option<Coding> {
+    let header = accept_encoding?;
+    let (mut gzip, mut zstd, mut any) = (None, None, None);
     for item in header.split(',') {
         let mut params = item.split(';');
         let coding = params.next().unwrap_or_default().trim();
@@ -26,35 +20,21 @@ pub fn accepts_gzip(accept_encoding: Option<&str>) -> bool {
             .next()
             .unwrap_or(1.0);
         if coding.eq_ignore_ascii_case("gzip") || coding.eq_ignore_ascii_case("x-gzip") {
-            gzip = Some(q > 0.0);
+            gzip = Some(q);
+        } else if coding.eq_ignore_ascii_case("zstd") {
+            zstd = Some(q);
         } else if coding == "*" {
-            any = Some(q > 0.0);
+            any = Some(q);
         }
     }
-    gzip.or(any).unwrap_or(false)
-}
-
-/// A gzip stream compressed one batch at a time, on a blocking thread (it is CPU work).
-pub struct Gzip(GzEncoder<Vec<u8>>);
-
-impl Default for Gzip {
-    /// The fast level: compression runs while the client waits, and the catalog text (JSON,
-    /// mostly base64 manifests) gains little from the slower ones.
-    fn default() -> Gzip {
-        Gzip(GzEncoder::new(Vec::new(), Compression::fast()))
-    }
-}
-
-impl Gzip {
-    /// Compresses `input`, returning what the stream has produced so far.
-    pub fn push(&mut self, input: &[u8]) -> std::io::Result<Vec<u8>> {
-        self.0.write_all(input)?;
-        Ok(std::mem::take(self.0.get_mut()))
-    }
-
-    /// Ends the stream, returning its last bytes.
-    pub fn finish(self) -> std::io::Result<Vec<u8>> {
-        self.0.finish()
+    let gzip = gzip.or(any).unwrap_or(0.0);
+    let zstd = zstd.or(any).unwrap_or(0.0);
+    if zstd > 0.0 && zstd >= gzip {
+        Some(Coding::Zstd)
+    } else if gzip > 0.0 {
+        Some(Coding::Gzip)
+    } else {
+        None
     }
 }
 
@@ -64,29 +44,34 @@ mod tests {
 
     #[test]
     fn q_values_decide() {
-        assert!(accepts_gzip(Some("gzip")));
-        assert!(accepts_gzip(Some("br, GZIP;q=0.5")));
-        assert!(accepts_gzip(Some("*")));
-        assert!(accepts_gzip(Some("identity, *;q=0.1")));
-        assert!(!accepts_gzip(None));
-        assert!(!accepts_gzip(Some("")));
-        assert!(!accepts_gzip(Some("identity")));
-        assert!(!accepts_gzip(Some("zstd, br")));
-        assert!(!accepts_gzip(Some("gzip;q=0")));
-        assert!(!accepts_gzip(Some("gzip; q=0.000, *")));
-        assert!(!accepts_gzip(Some("*;q=0")));
-        assert!(!accepts_gzip(Some("gzip;q=bad")));
-    }
-
-    #[test]
-    fn batches_make_one_stream() {
-        let mut gz = Gzip::default();
-        let mut out = gz.push(b"hello ").unwrap();
-        out.extend(gz.push(b"world\n").unwrap());
-        out.extend(gz.finish().unwrap());
-        let mut text = String::new();
-        std::io::Read::read_to_string(&mut flate2::read::GzDecoder::new(&out[..]), &mut text)
-            .unwrap();
-        assert_eq!(text, "hello world\n");
+        let cases = [
+            (Some("gzip"), Some(Coding::Gzip)),
+            (Some("br, GZIP;q=0.5"), Some(Coding::Gzip)),
+            (Some("zstd"), Some(Coding::Zstd)),
+            (Some("gzip, zstd"), Some(Coding::Zstd)),
+            (Some("zstd, gzip"), Some(Coding::Zstd)),
+            (Some("gzip;q=1, zstd;q=0.5"), Some(Coding::Gzip)),
+            (Some("gzip;q=0.5, ZSTD;q=0.8"), Some(Coding::Zstd)),
+            (Some("gzip;q=0.7, zstd;q=0.7"), Some(Coding::Zstd)),
+            (Some("gzip, zstd;q=0"), Some(Coding::Gzip)),
+            (Some("zstd;q=0"), None),
+            (Some("zstd;q=0, *"), Some(Coding::Gzip)),
+            (Some("gzip;q=0, zstd"), Some(Coding::Zstd)),
+            (Some("*"), Some(Coding::Zstd)),
+            (Some("gzip, *;q=0.1"), Some(Coding::Gzip)),
+            (Some("identity, *;q=0.1"), Some(Coding::Zstd)),
+            (None, None),
+            (Some(""), None),
+            (Some("identity"), None),
+            (Some("br"), None),
+            (Some("gzip;q=0"), None),
+            (Some("gzip; q=0.000, *"), Some(Coding::Zstd)),
+            (Some("gzip; q=0.000, zstd;q=0"), None),
+            (Some("*;q=0"), None),
+            (Some("gzip;q=bad"), None),
+        ];
+        for (header, coding) in cases {
+            assert_eq!(negotiate(header), coding, "{header:?}");
+        }
     }
 }

@@ -7,7 +7,7 @@ use super::encoding::{self, THRESHOLD};
 use super::range::{self, Ranged};
 use super::routes::{self, Endpoint, Routed};
 use super::{Http, Timing};
-use crate::store::content::{self, ContentFacts};
+use crate::store::content::{self, Coding, ContentFacts};
 use http::{HeaderMap, HeaderValue, Method, Request, Response, StatusCode, header};
 use std::sync::Arc;
 use std::time::Instant;
@@ -110,24 +110,27 @@ async fn answer<B>(
             return (r, Some(timing));
         }
     };
-    let gzip = method == Method::GET
-        && encoding::accepts_gzip(
+    let coding = if method == Method::GET {
+        encoding::negotiate(
             req.headers()
                 .get(header::ACCEPT_ENCODING)
                 .and_then(|h| h.to_str().ok()),
-        );
+        )
+    } else {
+        None
+    };
     match filter {
         Some(filter) if !filter.is_empty() => {
-            metas(http, &loaded, method, filter, gzip, timing).await
+            metas(http, &loaded, method, filter, coding, timing).await
         }
-        Some(_) => whole(http, &loaded, method, gzip, false, None, timing),
+        Some(_) => whole(http, &loaded, method, coding, false, None, timing),
         None => {
             let range = req
                 .headers()
                 .get(header::RANGE)
                 .filter(|_| use_range)
                 .and_then(|h| h.to_str().ok());
-            whole(http, &loaded, method, gzip, true, range, timing)
+            whole(http, &loaded, method, coding, true, range, timing)
         }
     }
 }
@@ -137,7 +140,7 @@ fn whole(
     http: &Http,
     loaded: &Loaded,
     method: &Method,
-    gzip: bool,
+    coding: Option<Coding>,
     ranges: bool,
     range: Option<&str>,
     mut timing: Timing,
@@ -174,11 +177,14 @@ fn whole(
         }
     };
     timing.code = r.status().as_u16();
-    let gzip = gzip && ranged == Ranged::Whole && length >= THRESHOLD;
+    let coding = coding.filter(|_| ranged == Ranged::Whole && length >= THRESHOLD);
     let headers = r.headers_mut();
     content_headers(headers, loaded);
-    if gzip {
-        headers.insert(header::CONTENT_ENCODING, HeaderValue::from_static("gzip"));
+    if let Some(coding) = coding {
+        headers.insert(
+            header::CONTENT_ENCODING,
+            HeaderValue::from_static(coding.name()),
+        );
     } else if ranges {
         headers.insert(header::CONTENT_LENGTH, HeaderValue::from(to - from));
         headers.insert(header::ACCEPT_RANGES, HeaderValue::from_static("bytes"));
@@ -187,24 +193,23 @@ fn whole(
         return (r, Some(timing));
     }
     // The whole body compressed is stored: a copy, like the uncompressed one.
-    let source = if gzip {
-        Source::Gzip { seq: 0 }
-    } else {
-        Source::Range { from, to }
+    let source = match coding {
+        Some(coding) => Source::Compressed { coding, seq: 0 },
+        None => Source::Range { from, to },
     };
-    *r.body_mut() = body::stream(http.catalog.clone(), None, source, false, timing);
+    *r.body_mut() = body::stream(http.catalog.clone(), None, source, None, timing);
     (r, None)
 }
 
 /// `/api/v1/metas` with a filter. The first batch is read before answering: a result that
-/// fits in it goes out whole with its length unless it is to be compressed (gzip asked for,
+/// fits in it goes out whole with its length unless it is to be compressed (a coding accepted,
 /// 1024 bytes or more: catalogd's compression layer sends smaller bodies as they are).
 async fn metas(
     http: &Http,
     loaded: &Loaded,
     method: &Method,
     filter: content::MetasFilter,
-    gzip: bool,
+    coding: Option<Coding>,
     mut timing: Timing,
 ) -> (Response<Body>, Option<Timing>) {
     timing.code = 200;
@@ -225,19 +230,21 @@ async fn metas(
             );
         }
     };
-    let compress = gzip && first.len() as u64 >= THRESHOLD;
-    if source.done() && !compress {
+    let coding = coding.filter(|_| !source.done() || first.len() as u64 >= THRESHOLD);
+    if coding.is_none() && source.done() {
         r.headers_mut()
             .insert(header::CONTENT_LENGTH, HeaderValue::from(first.len()));
         *r.body_mut() = body::full(first);
         return (r, Some(timing));
     }
     // One batch to compress, or more than one (so over the threshold): streamed.
-    if gzip {
-        r.headers_mut()
-            .insert(header::CONTENT_ENCODING, HeaderValue::from_static("gzip"));
+    if let Some(coding) = coding {
+        r.headers_mut().insert(
+            header::CONTENT_ENCODING,
+            HeaderValue::from_static(coding.name()),
+        );
     }
-    *r.body_mut() = body::stream(http.catalog.clone(), Some(first), source, gzip, timing);
+    *r.body_mut() = body::stream(http.catalog.clone(), Some(first), source, coding, timing);
     (r, None)
 }
 
