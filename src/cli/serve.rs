@@ -75,7 +75,9 @@ pub struct ServeArgs {
 #[command(next_help_heading = "OLM v1 catalog HTTP API")]
 struct CatalogdArgs {
     /// Serve the catalogd API (/catalogs/NAME/api/v1/all and /metas) on this HOST:PORT (or
-    /// port, on all interfaces). Off when not given.
+    /// port, on all interfaces). Off when not given. The index then also holds the API's
+    /// content (about 2-3x its size); give it with --cache-only too when prebuilding a cache
+    /// for a server that will serve HTTP, or that server rebuilds the cache at start.
     #[arg(long, value_name = "HOST:PORT")]
     http_addr: Option<String>,
     /// The catalog's name in the URLs. Default: the catalog image's repository name, or the
@@ -319,6 +321,7 @@ fn serve(args: &ServeArgs, use_http: bool, skip_tls_verify: bool) -> Result<(), 
     let cache_dir = args.cache_dir.clone();
     let enforce_integrity = args.cache_enforce_integrity.unwrap_or(false);
     let cache_only = args.cache_only;
+    let catalogd_content = args.catalogd.http_addr.is_some();
     // Runs on a blocking thread once the port is bound (pulling an image can take a while).
     let load = move || -> Result<OpenIndex, server::Error> {
         // The unpacked or rendered image (if any) is kept only until it is indexed.
@@ -344,6 +347,7 @@ fn serve(args: &ServeArgs, use_http: bool, skip_tls_verify: bool) -> Result<(), 
             cache_dir: cache_dir.as_deref(),
             enforce_integrity,
             require_cache: cache_only,
+            catalogd_content,
         })?)
     };
     let result = if args.cache_only {

@@ -61,6 +61,9 @@ pub struct CacheOptions<'a> {
     /// The cache directory is the point (`--cache-only`): when it cannot be written, fail
     /// instead of building in a private directory that is thrown away.
     pub require_cache: bool,
+    /// The index must hold the catalogd HTTP API's content (`serve --http-addr`); a cached
+    /// index without it is rebuilt. One with it serves either kind of server.
+    pub catalogd_content: bool,
 }
 
 /// Opens the index for a catalog, building it when there is no usable one.
@@ -70,7 +73,7 @@ pub struct CacheOptions<'a> {
 /// stale index costs two reads.
 pub fn open_or_build(opts: &CacheOptions<'_>) -> Result<OpenIndex, CacheError> {
     let Some(cache_dir) = opts.cache_dir else {
-        return build_in_scratch(opts.catalog);
+        return build_in_scratch(opts);
     };
     let index = index_path(cache_dir);
     let cached = Store::open(&index);
@@ -84,7 +87,10 @@ pub fn open_or_build(opts: &CacheOptions<'_>) -> Result<OpenIndex, CacheError> {
         None
     };
     match cached {
-        Ok(store) if digest.as_deref() == Some(store.digest()) => {
+        Ok(store)
+            if digest.as_deref() == Some(store.digest())
+                && (store.has_catalogd_content() || !opts.catalogd_content) =>
+        {
             info!(cache = %index.display(), "catalog unchanged, serving the cached index");
             return Ok(OpenIndex {
                 store,
@@ -94,10 +100,14 @@ pub fn open_or_build(opts: &CacheOptions<'_>) -> Result<OpenIndex, CacheError> {
         }
         Ok(store) => {
             if let Some(digest) = &digest {
-                let problem = format!(
-                    "cache requires rebuild: cache reports digest as {:?}, but computed digest is {digest:?}",
-                    store.digest()
-                );
+                let problem = if digest == store.digest() {
+                    "cache requires rebuild: the cached index holds no catalogd HTTP content (it was built without --http-addr)".to_owned()
+                } else {
+                    format!(
+                        "cache requires rebuild: cache reports digest as {:?}, but computed digest is {digest:?}",
+                        store.digest()
+                    )
+                };
                 if opts.enforce_integrity {
                     return Err(CacheError::Integrity(problem));
                 }
@@ -124,7 +134,7 @@ pub fn open_or_build(opts: &CacheOptions<'_>) -> Result<OpenIndex, CacheError> {
     match std::fs::create_dir_all(dir).and_then(|()| tempfile::tempfile_in(dir)) {
         Ok(_probe) => {
             remove_partial_indexes(dir);
-            build(opts.catalog, &index, digest.as_deref(), None)
+            build(opts, &index, digest.as_deref(), None)
         }
         Err(e) if opts.require_cache => Err(CacheError::Io(format!(
             "cache directory {} is not writable: {e}",
@@ -134,7 +144,7 @@ pub fn open_or_build(opts: &CacheOptions<'_>) -> Result<OpenIndex, CacheError> {
         // from a private index beats a crash loop.
         Err(e) => {
             warn!(cache = %cache_dir.display(), "cache directory is not writable ({e}); using a private one");
-            build_in_scratch(opts.catalog)
+            build_in_scratch(opts)
         }
     }
 }
@@ -151,21 +161,21 @@ fn digest_pass(catalog: Input<'_>) -> Result<String, Vec<LoadError>> {
     })
 }
 
-fn build_in_scratch(catalog: Input<'_>) -> Result<OpenIndex, CacheError> {
+fn build_in_scratch(opts: &CacheOptions<'_>) -> Result<OpenIndex, CacheError> {
     let scratch = ScratchDir::new("olm-registry-cache-")
         .map_err(|e| CacheError::Io(format!("creating a private cache directory: {e}")))?;
     let index = scratch.path().join(INDEX_FILE);
-    build(catalog, &index, None, Some(scratch))
+    build(opts, &index, None, Some(scratch))
 }
 
 fn build(
-    catalog: Input<'_>,
+    opts: &CacheOptions<'_>,
     index: &Path,
     digest: Option<&str>,
     scratch: Option<ScratchDir>,
 ) -> Result<OpenIndex, CacheError> {
     let summary = tracing::info_span!(target: crate::SPAN_TARGET, "catalog.ingest")
-        .in_scope(|| build_index(catalog, index, digest))
+        .in_scope(|| build_index(opts.catalog, index, digest, opts.catalogd_content))
         .map_err(CacheError::Ingest)?;
     info!(
         packages = summary.packages,

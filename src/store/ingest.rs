@@ -146,11 +146,14 @@ pub const PARTIAL_SUFFIX: &str = ".db.partial";
 
 /// Builds the index for `input` into `target`, replacing it only on success. The index
 /// records `digest`, the catalog's content digest; without one, it is computed from the
-/// ingest's own reads.
+/// ingest's own reads. With `catalogd_content` it also holds what the catalogd HTTP API
+/// serves (every document's line and the compressed `/all`): that costs a share of the
+/// ingest's CPU and more than doubles the index, so only a server that answers HTTP asks.
 pub fn build_index(
     input: Input<'_>,
     target: &Path,
     digest: Option<&str>,
+    catalogd_content: bool,
 ) -> Result<Summary, IngestError> {
     let started = Instant::now();
     let files = match input {
@@ -177,7 +180,7 @@ pub fn build_index(
         )?;
         let tx = conn.transaction()?;
         schema::migrate(&tx, Stage::Tables)?;
-        let summary = load(input, &files, &tx, digest)?;
+        let summary = load(input, &files, &tx, digest, catalogd_content)?;
         schema::migrate(&tx, Stage::Complete)?;
         tx.commit()?;
         conn.close().map_err(|(_, e)| IngestError::from(e))?;
@@ -210,17 +213,20 @@ fn load(
     files: &[CatalogFile],
     conn: &Connection,
     digest: Option<&str>,
+    catalogd_content: bool,
 ) -> Result<Summary, IngestError> {
     let mut sink = Sink {
         writer: Writer::new(conn)?,
-        content: ContentWriter::new(conn)?,
+        content: catalogd_content
+            .then(|| ContentWriter::new(conn))
+            .transpose()?,
         errors: Vec::new(),
         bytes: 0,
     };
     let (digest, files) = match input {
         Input::Dir(root) => (read_dir(root, files, &mut sink, digest)?, files.len()),
         Input::Rendered(rendered) => {
-            match parse_rendered(rendered) {
+            match parse_rendered(rendered, catalogd_content) {
                 Ok(file) => sink.take(file)?,
                 Err(e) => sink.errors.extend(e),
             }
@@ -243,7 +249,9 @@ fn load(
         bytes,
         ..Default::default()
     };
-    content.finish(conn)?;
+    if let Some(content) = content {
+        content.finish(conn)?;
+    }
     let Writer {
         dc,
         manifests,
@@ -270,6 +278,9 @@ fn load(
     ] {
         info.execute(params![key, value])?;
     }
+    if catalogd_content {
+        info.execute(params![super::CATALOGD_CONTENT_KEY, "1"])?;
+    }
     Ok(summary)
 }
 
@@ -288,7 +299,8 @@ fn read_dir(
         ),
     };
     let keep_data = reads.is_some();
-    let parse = |file: &CatalogFile| parse_file(file, keep_data);
+    let lines = sink.content.is_some();
+    let parse = |file: &CatalogFile| parse_file(file, keep_data, lines);
     let (read, reads) = std::thread::scope(|scope| {
         let reads = reads.map(|r| r.on_thread(scope));
         let read = read_in_order(files, parse, |result| {
@@ -324,7 +336,8 @@ fn read_dir(
 /// collected to be reported together.
 struct Sink<'c> {
     writer: Writer<'c>,
-    content: ContentWriter<'c>,
+    /// Absent when the index is built without catalogd content.
+    content: Option<ContentWriter<'c>>,
     errors: Vec<LoadError>,
     bytes: u64,
 }
@@ -335,17 +348,28 @@ impl Sink<'_> {
         for doc in file.documents {
             self.writer.add(doc, &mut self.errors)?;
         }
-        for line in &file.lines {
-            self.content.add(line)?;
+        if let Some(content) = &mut self.content {
+            for line in &file.lines {
+                content.add(line)?;
+            }
         }
         Ok(())
     }
 }
 
-/// A file as the writer takes it.
-fn parse_file(file: &CatalogFile, keep_data: bool) -> Result<ParsedFile, Vec<LoadError>> {
-    let mut lines = Vec::new();
-    let read = read_file_seeing(file, &mut |doc| lines.push(Line::of(doc)))?;
+/// A file as the writer takes it, with its documents' catalogd lines when `lines` is set.
+fn parse_file(
+    file: &CatalogFile,
+    keep_data: bool,
+    lines: bool,
+) -> Result<ParsedFile, Vec<LoadError>> {
+    let mut seen = Vec::new();
+    let read = read_file_seeing(file, &mut |doc| {
+        if lines {
+            seen.push(Line::of(doc))
+        }
+    })?;
+    let lines = seen;
     Ok(ParsedFile {
         rel: file.rel.clone(),
         bytes: read.data.len() as u64,
@@ -356,11 +380,14 @@ fn parse_file(file: &CatalogFile, keep_data: bool) -> Result<ParsedFile, Vec<Loa
 }
 
 /// [`parse_file`] for a rendered catalog.
-fn parse_rendered(rendered: &Rendered) -> Result<ParsedFile, Vec<LoadError>> {
-    let mut lines = Vec::new();
+fn parse_rendered(rendered: &Rendered, lines: bool) -> Result<ParsedFile, Vec<LoadError>> {
+    let mut seen = Vec::new();
     let documents = decode_file_seeing(&rendered.name(), &rendered.json, &mut |doc| {
-        lines.push(Line::of(doc))
+        if lines {
+            seen.push(Line::of(doc))
+        }
     })?;
+    let lines = seen;
     Ok(ParsedFile {
         rel: RENDERED_FILE.to_owned(),
         bytes: rendered.json.len() as u64,

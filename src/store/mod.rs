@@ -24,10 +24,14 @@ pub const MAX_CONNECTIONS: usize = 4;
 /// catalog is: the OS page cache does the real caching.
 const PAGE_CACHE_KIB: i64 = 2048;
 
+/// The `info` key an index built with the catalogd HTTP API's content records.
+const CATALOGD_CONTENT_KEY: &str = "catalogd_content";
+
 /// An open, complete index.
 pub struct Store {
     path: PathBuf,
     digest: String,
+    catalogd_content: bool,
     /// Connections not in use; all `MAX_CONNECTIONS` are opened with the store.
     idle: Mutex<Vec<Connection>>,
     returned: Condvar,
@@ -68,9 +72,12 @@ impl Store {
                 continue;
             }
             let digest = check(&connections[0], before.2).map_err(|e| fail(&e))?;
+            let catalogd_content =
+                has_info(&connections[0], CATALOGD_CONTENT_KEY).map_err(|e| fail(&e))?;
             return Ok(Store {
                 path: path.to_owned(),
                 digest,
+                catalogd_content,
                 idle: Mutex::new(connections),
                 returned: Condvar::new(),
             });
@@ -80,6 +87,11 @@ impl Store {
 
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// Whether the index holds what the catalogd HTTP API serves.
+    pub fn has_catalogd_content(&self) -> bool {
+        self.catalogd_content
     }
 
     /// The digest of the catalog this index was built from.
@@ -148,6 +160,14 @@ fn check(conn: &Connection, file_len: u64) -> Result<String, String> {
         r.get(0)
     })
     .map_err(|e| e.to_string())
+}
+
+fn has_info(conn: &Connection, key: &str) -> rusqlite::Result<bool> {
+    conn.query_row(
+        "SELECT EXISTS (SELECT 1 FROM info WHERE key = ?1)",
+        [key],
+        |r| r.get(0),
+    )
 }
 
 /// Opens an index for serving. The file never changes once built (a rebuild writes a new

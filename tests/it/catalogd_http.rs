@@ -736,3 +736,53 @@ async fn request_durations_are_counted_by_code() {
         text.contains("catalogd_http_request_duration_seconds_bucket{code=\"200\",le=\"0.1\"}")
     );
 }
+
+/// The catalogd content is built only for a server that answers HTTP: a cache built without
+/// it is rebuilt by such a server, and the rebuilt index then serves a gRPC-only server too.
+#[tokio::test]
+async fn the_http_content_is_in_the_index_only_when_asked_for() {
+    let catalog = fixture("catalogd/tiny");
+    let cache = tempfile::tempdir().unwrap();
+    let cache_dir = cache.path().to_str().unwrap();
+    let index = cache.path().join("olm-registry.v1/index.db");
+    let content_rows = || {
+        let conn = rusqlite::Connection::open(&index).unwrap();
+        let lines: i64 = conn
+            .query_row("SELECT count(*) FROM content_line", [], |r| r.get(0))
+            .unwrap();
+        let marked: i64 = conn
+            .query_row(
+                "SELECT count(*) FROM info WHERE key = 'catalogd_content'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        (lines, marked)
+    };
+
+    let (code, _, stderr) = common::run(&[
+        "serve",
+        catalog.to_str().unwrap(),
+        "--cache-only",
+        "--cache-dir",
+        cache_dir,
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(content_rows(), (0, 0));
+
+    let (server, base) = serve(&catalog, &["--cache-dir", cache_dir]).await;
+    server
+        .wait_for_log("the cached index holds no catalogd HTTP content")
+        .await;
+    let all = get(&format!("{base}/catalogs/tiny/api/v1/all"), &[]).await;
+    assert_eq!(all.status, StatusCode::OK);
+    assert_eq!(
+        String::from_utf8(all.body).unwrap(),
+        lines(&[1, 2, 3, 4, 5, 6, 7, 8])
+    );
+    drop(server);
+    assert_eq!(content_rows(), (8, 1));
+
+    let grpc_only = Server::serving(&catalog, &["--cache-dir", cache_dir]).await;
+    grpc_only.wait_for_log("catalog unchanged").await;
+}
