@@ -731,7 +731,8 @@ fn dns1123_label_errors(name: &str) -> Vec<&'static str> {
     errors
 }
 
-fn is_dns1123_label(s: &str) -> bool {
+/// Kubernetes' DNS-1123 label: lower-case alphanumerics and `-`, alphanumeric at both ends.
+pub fn is_dns1123_label(s: &str) -> bool {
     let b = s.as_bytes();
     let alnum = |c: &u8| c.is_ascii_lowercase() || c.is_ascii_digit();
     !b.is_empty()

@@ -2,6 +2,7 @@
 //! when enabled, `…/metas`, matched as Go's `ServeMux` matches them: non-canonical paths are
 //! redirected to their cleaned form, trailing slashes are not tolerated, and the catalog
 //! segment is percent-decoded before it is checked.
+use crate::catalog::model::is_dns1123_label;
 use crate::store::content::MetasFilter;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -103,14 +104,7 @@ pub fn dns1123_problems(name: &str) -> Vec<&'static str> {
     if name.len() > 253 {
         problems.push("must be no more than 253 characters");
     }
-    let label_ok = |label: &str| {
-        let b = label.as_bytes();
-        let alnum = |c: &u8| c.is_ascii_lowercase() || c.is_ascii_digit();
-        b.first().is_some_and(alnum)
-            && b.last().is_some_and(alnum)
-            && b.iter().all(|c| alnum(c) || *c == b'-')
-    };
-    if !name.split('.').all(label_ok) {
+    if !name.split('.').all(is_dns1123_label) {
         problems.push(
             "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')",
         );
