@@ -12,6 +12,7 @@ pub mod decode;
 mod fields;
 pub mod file;
 pub(crate) use fields::kind_name;
+pub use typed::special_field;
 pub(crate) mod graph;
 mod image_ref;
 pub mod json;

@@ -57,6 +57,14 @@ pub(crate) fn decode_document(value: Value, origin: Origin) -> Result<Document, 
 
 /// The value of `schema`, `package` or `name`, found case-insensitively; two spellings of the
 /// same key are ambiguous and rejected.
+/// The `schema`, `package` or `name` of a document, found as the decoder finds it (Go's
+/// case folding); empty when absent or unusable (the decoder refuses such a document).
+pub fn special_field(doc: &Value, key: &str) -> String {
+    doc.as_object()
+        .and_then(|map| special_key(map, key).ok())
+        .unwrap_or_default()
+}
+
 fn special_key(map: &Map<String, Value>, key: &str) -> Result<String, String> {
     let mut found = map.iter().filter(|(k, _)| fold_eq(k, key));
     let Some((first_key, value)) = found.next() else {

@@ -6,6 +6,7 @@
 use super::QueryError;
 use super::ingest::IngestError;
 use crate::catalog::json::write_canonical;
+use crate::catalog::special_field;
 use flate2::Compression;
 use flate2::write::GzEncoder;
 use rusqlite::{Connection, Statement, params};
@@ -29,20 +30,10 @@ impl Line {
         let mut text = String::new();
         write_canonical(doc, &mut text);
         text.push('\n');
-        let field = |key: &str| {
-            doc.as_object()
-                .and_then(|map| {
-                    map.iter()
-                        .find(|(k, _)| k.eq_ignore_ascii_case(key))
-                        .and_then(|(_, v)| v.as_str())
-                })
-                .unwrap_or_default()
-                .to_owned()
-        };
         Line {
-            schema: field("schema"),
-            package: field("package"),
-            name: field("name"),
+            schema: special_field(doc, "schema"),
+            package: special_field(doc, "package"),
+            name: special_field(doc, "name"),
             text,
         }
     }
@@ -410,6 +401,21 @@ pub fn read_metas(
 mod tests {
     use super::*;
     use crate::store::schema::{Stage, migrate};
+    use serde_json::json;
+
+    #[test]
+    fn a_lines_fields_are_the_ones_the_decoder_reads() {
+        // Go's case folding: "ſ" (long s) is an "s", so this is the document's schema.
+        let line = Line::of(&json!({"ſchema": "olm.package", "NAME": "a", "package": 1}));
+        assert_eq!(
+            (
+                line.schema.as_str(),
+                line.package.as_str(),
+                line.name.as_str()
+            ),
+            ("olm.package", "", "a")
+        );
+    }
 
     fn store(docs: &[Value]) -> Connection {
         let conn = Connection::open_in_memory().unwrap();
