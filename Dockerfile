@@ -3,9 +3,8 @@
 # the default command serves it with a warm-start cache in /tmp/cache.
 FROM rust:1.95-bookworm AS build
 WORKDIR /src
-COPY Cargo.toml Cargo.lock build.rs ./
-COPY proto proto
-COPY migrations migrations
+COPY Cargo.toml Cargo.lock ./
+COPY crates crates
 COPY src src
 # Cargo.toml names the benchmarks; they are not built, but cargo wants their files.
 COPY benches benches

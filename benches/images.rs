@@ -11,7 +11,7 @@ mod ceilings;
 #[path = "../tests/it/common/registry.rs"]
 mod registry;
 
-use olm_registry::image::{ClientOptions, ImageRef, Registry, build_image};
+use image::{ClientOptions, ImageRef, Registry, build_image};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Instant;
@@ -33,10 +33,7 @@ async fn main() {
     };
 
     let t = Instant::now();
-    let labels = BTreeMap::from([(
-        olm_registry::image::LABEL_FBC.to_owned(),
-        "/configs".to_owned(),
-    )]);
+    let labels = BTreeMap::from([(image::LABEL_FBC.to_owned(), "/configs".to_owned())]);
     let image = build_image(&[(catalog.as_path(), "/configs")], &labels).unwrap();
     println!(
         "built image: layer {:.0} MiB (gzip) in {:.2} s",
@@ -84,6 +81,6 @@ async fn main() {
     let registry = Registry::new(&options("pull0")).unwrap();
     let pulled = registry.pull(&target).await.unwrap();
     let t = Instant::now();
-    olm_registry::image::unpack(&pulled, &unpack_dir).unwrap();
+    image::unpack(&pulled, &unpack_dir).unwrap();
     println!("unpack: {:.2} s", t.elapsed().as_secs_f64());
 }

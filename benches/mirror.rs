@@ -12,8 +12,8 @@ mod ceilings;
 mod registry;
 
 use bytes::Bytes;
-use olm_registry::image::layout::digest_of;
-use olm_registry::image::{ClientOptions, Registry};
+use image::layout::digest_of;
+use image::{ClientOptions, Registry};
 use sha2::{Digest, Sha256};
 use std::io::{Read, Write};
 use std::path::Path;
@@ -44,7 +44,7 @@ fn noise(path: &Path, len: usize, mut seed: u64) -> String {
 }
 
 /// A file as a stream of 1 MiB chunks (setup only: reads block the runtime thread).
-fn file_chunks(path: &Path) -> olm_registry::image::remote::BlobStream {
+fn file_chunks(path: &Path) -> image::remote::BlobStream {
     let mut file = std::fs::File::open(path).unwrap();
     Box::pin(tokio_stream::iter(std::iter::from_fn(move || {
         let mut buf = vec![0u8; 1 << 20];

@@ -3,8 +3,8 @@
 //! least 1 GB of manifests went through, and prints MB/s and peak RSS.
 //!
 //!   cargo bench --bench render [-- <dir-of-bundles> [--gb N]]
-use olm_registry::bundle::dir::{BundleDir, is_bundle_dir};
-use olm_registry::bundle::render::render;
+use bundle::dir::{BundleDir, is_bundle_dir};
+use bundle::render::render;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;

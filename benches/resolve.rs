@@ -7,13 +7,13 @@
 //!
 //!   python3 ../shared/tools/gen_catalog.py --packages 400 --bundles 20 --seed 1 --out /tmp/synth-large
 //!   cargo bench --bench resolve -- [--subscriptions N] [--runs N] <fbc-dir>...
-use olm_registry::catalog::types::{DeclarativeConfig, Property};
-use olm_registry::catalog::walk::load_dir;
-use olm_registry::resolve::classic::{
+use catalog::types::{DeclarativeConfig, Property};
+use catalog::walk::load_dir;
+use resolve::classic::{
     CatalogSource, ClassicError, ClassicRequest, InstalledCsv, PreparedCatalog, Subscription,
     resolve_namespace, resolve_prepared,
 };
-use olm_registry::resolve::solver::SolveError;
+use resolve::solver::SolveError;
 use std::time::{Duration, Instant};
 
 const CATALOG: &str = "synth";

@@ -13,8 +13,8 @@
 #[path = "common/server.rs"]
 mod server;
 
-use olm_registry::api::registry_client::RegistryClient;
-use olm_registry::api::{GetBundleRequest, ListBundlesRequest};
+use api::registry_client::RegistryClient;
+use api::{GetBundleRequest, ListBundlesRequest};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 

@@ -11,8 +11,8 @@ mod registry_load;
 #[path = "common/server.rs"]
 mod server;
 
-use olm_registry::api::ListBundlesRequest;
-use olm_registry::api::registry_client::RegistryClient;
+use api::ListBundlesRequest;
+use api::registry_client::RegistryClient;
 use registry_load::{Client, keys, phase};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -55,10 +55,7 @@ fn options() -> Options {
 
 /// Opens `n` ListBundles streams over a few connections of their own, reads one message of
 /// each and then never reads again. They stay open while the returned value lives.
-async fn stalled_streams(
-    addr: &str,
-    n: usize,
-) -> Vec<(Client, tonic::Streaming<olm_registry::api::Bundle>)> {
+async fn stalled_streams(addr: &str, n: usize) -> Vec<(Client, tonic::Streaming<api::Bundle>)> {
     let mut connections = Vec::new();
     for _ in 0..n.div_ceil(10) {
         connections.push(

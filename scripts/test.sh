@@ -31,7 +31,7 @@ fi
 bash scripts/fuzz-smoke.sh
 
 if cargo nextest --version >/dev/null 2>&1; then
-  cargo nextest run --no-fail-fast "$@"
+  cargo nextest run --workspace --no-fail-fast "$@"
 else
-  cargo test --no-fail-fast "$@"
+  cargo test --workspace --no-fail-fast "$@"
 fi

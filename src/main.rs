@@ -1,3 +1,5 @@
+mod cli;
+
 fn main() {
-    std::process::exit(olm_registry::cli::main());
+    std::process::exit(cli::main());
 }

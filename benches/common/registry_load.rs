@@ -3,8 +3,8 @@
 //! RPC of `api.Registry` (5% ListBundles) for a while, timing each call.
 #![allow(dead_code)]
 
-use olm_registry::api::registry_client::RegistryClient;
-use olm_registry::api::{
+use api::registry_client::RegistryClient;
+use api::{
     GetAllProvidersRequest, GetAllReplacementsRequest, GetBundleInChannelRequest, GetBundleRequest,
     GetLatestProvidersRequest, GetPackageRequest, GetReplacementRequest, ListBundlesRequest,
     ListPackageRequest,

@@ -1,7 +1,7 @@
 //! blang versions and ranges (olm.package.required, skipRange): `RANGE\nVERSION`.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use olm_registry::catalog::semver::{Range, Version, validate_range};
+use catalog::semver::{Range, Version, validate_range};
 
 fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else {

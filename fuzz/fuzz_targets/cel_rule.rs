@@ -1,8 +1,8 @@
 //! CEL rules of olm.constraint, compiled and evaluated against a bundle's properties.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use olm_registry::catalog::types::Property;
-use olm_registry::resolve::CelRule;
+use catalog::types::Property;
+use resolve::CelRule;
 
 fuzz_target!(|data: &[u8]| {
     let Ok(rule) = std::str::from_utf8(data) else {

@@ -1,7 +1,7 @@
 //! FBC files that the loader sniffs as JSON (a stream of objects).
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use olm_registry::catalog::decode::parse_documents;
+use catalog::decode::parse_documents;
 
 fuzz_target!(|data: &[u8]| {
     // The sniff looks at the first non-blank byte: make it `{` so every input is read as JSON.

@@ -1,7 +1,7 @@
 //! FBC files read as YAML: the block reader first, libyaml for what it declines.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use olm_registry::catalog::decode::parse_documents;
+use catalog::decode::parse_documents;
 
 fuzz_target!(|data: &[u8]| {
     // A leading `{` would send the input to the JSON reader instead.

@@ -4,7 +4,7 @@ use libfuzzer_sys::fuzz_target;
 use oci_client::manifest::{
     IMAGE_MANIFEST_LIST_MEDIA_TYPE, OCI_IMAGE_INDEX_MEDIA_TYPE, OciImageIndex, OciImageManifest,
 };
-use olm_registry::image::remote::manifest_media_type;
+use image::remote::manifest_media_type;
 
 fuzz_target!(|data: &[u8]| {
     let Ok(media_type) = manifest_media_type(data) else {

@@ -1,8 +1,8 @@
 //! Masterminds constraints (OLM v1 `version`): `CONSTRAINT\nVERSION`.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use olm_registry::catalog::semver::Version;
-use olm_registry::resolve::VersionConstraint;
+use catalog::semver::Version;
+use catalog::version_constraint::VersionConstraint;
 
 fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else {

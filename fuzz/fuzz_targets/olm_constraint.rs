@@ -1,7 +1,7 @@
 //! olm.constraint property values: the JSON tree, its blang ranges and CEL rules.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use olm_registry::resolve::OlmConstraint;
+use resolve::OlmConstraint;
 
 fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else {

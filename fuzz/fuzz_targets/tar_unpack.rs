@@ -1,7 +1,7 @@
 //! Image layers (tar, plain or gzip) unpacked into a directory: nothing may land outside it.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use olm_registry::image::unpack::{Limits, Usage, unpack_layer};
+use image::unpack::{Limits, Usage, unpack_layer};
 
 fuzz_target!(|data: &[u8]| {
     let base = tempfile::tempdir().unwrap();

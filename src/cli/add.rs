@@ -1,12 +1,12 @@
 use super::images::ImageArgs;
-use crate::bundle::csv;
-use crate::bundle::dir::BundleDir;
-use crate::bundle::render::render;
-use crate::catalog::add::{Mode, NewBundle, add_bundle};
-use crate::catalog::decode::describe_load_errors;
-use crate::catalog::{DeclarativeConfig, walk, write};
-use crate::source::image::{Images, pull_unpacked};
+use bundle::csv;
+use bundle::dir::BundleDir;
+use bundle::render::render;
+use catalog::add::{Mode, NewBundle, add_bundle};
+use catalog::decode::describe_load_errors;
+use catalog::{DeclarativeConfig, walk, write};
 use clap::Args;
+use source::image::{Images, pull_unpacked};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 

@@ -1,7 +1,7 @@
 use super::images::ImageArgs;
-use crate::bundle::dir::BundleDir;
-use crate::image::{self, ImageRef, build_image};
+use bundle::dir::BundleDir;
 use clap::{Args, Subcommand};
+use image::{self, ImageRef, build_image};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 

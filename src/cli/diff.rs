@@ -1,8 +1,8 @@
 use super::images::ImageArgs;
-use crate::author::diff::diff;
-use crate::source::image::Images;
-use crate::source::reference::load_reference;
+use author::diff::diff;
 use clap::Args;
+use source::image::Images;
+use source::reference::load_reference;
 
 /// Show what updating a catalog from OLD to NEW changes for clusters.
 ///

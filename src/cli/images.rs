@@ -1,6 +1,6 @@
 //! Image options shared by the commands that pull or push.
-use crate::image::{ClientOptions, Registry};
 use clap::Args;
+use image::{ClientOptions, Registry};
 use std::path::PathBuf;
 
 #[derive(Args, Clone, Debug, Default)]

@@ -1,8 +1,8 @@
 use super::Format;
-use crate::bundle::migrate::{MigrationLevel, migrate};
-use crate::catalog::{self, DeclarativeConfig};
-use crate::source::disk::Local;
+use bundle::migrate::{MigrationLevel, migrate};
+use catalog::{self, DeclarativeConfig};
 use clap::Args;
+use source::disk::Local;
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};

@@ -1,7 +1,7 @@
-//! `olm-registry mirror`: the three oc-mirror v2 workflows of [`crate::mirror::workflow`].
+//! `olm-registry mirror`: the three oc-mirror v2 workflows of [`mirror::workflow`].
 use super::images::ImageArgs;
-use crate::mirror::{self, Options};
 use clap::Args;
+use mirror::{self, Options};
 use std::path::PathBuf;
 
 /// Mirror operator catalogs, every image they reference and additional images to a registry

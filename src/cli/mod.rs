@@ -31,7 +31,7 @@ struct ReadLimitArgs {
 impl ReadLimitArgs {
     /// Sets the limit for every catalog read of this process.
     fn apply(&self) {
-        crate::catalog::file::set_max_file_size(self.max_file_size);
+        catalog::file::set_max_file_size(self.max_file_size);
     }
 }
 
@@ -171,7 +171,7 @@ fn init_logging(debug: bool, format: LogFormat) -> Option<Telemetry> {
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default))
         // The TLS verifier logs certificate failures itself; our error already says it, once.
         .add_directive(directive("rustls_platform_verifier=off"))
-        .add_directive(directive(&format!("{}=off", crate::SPAN_TARGET)));
+        .add_directive(directive(&format!("{}=off", store::SPAN_TARGET)));
     let logs = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
         .with_target(false);

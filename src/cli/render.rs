@@ -1,12 +1,12 @@
 use super::Format;
 use super::images::ImageArgs;
 use super::migrate::MigrationFlags;
-use crate::bundle::migrate::migrate;
-use crate::bundle::template::ImageTemplate;
-use crate::catalog::{self, DeclarativeConfig};
-use crate::source::image::Images;
-use crate::source::reference::load_reference;
+use bundle::migrate::migrate;
+use bundle::template::ImageTemplate;
+use catalog::{self, DeclarativeConfig};
 use clap::Args;
+use source::image::Images;
+use source::reference::load_reference;
 use std::io::Write;
 
 /// Render catalogs and bundles as one file-based catalog on stdout.

@@ -1,10 +1,10 @@
 use super::images::ImageArgs;
-use crate::author::mermaid::{MermaidOptions, write_mermaid};
-use crate::author::svg::write_svg;
-use crate::catalog::DeclarativeConfig;
-use crate::source::image::Images;
-use crate::source::reference::load_reference;
+use author::mermaid::{MermaidOptions, write_mermaid};
+use author::svg::write_svg;
+use catalog::DeclarativeConfig;
 use clap::Args;
+use source::image::Images;
+use source::reference::load_reference;
 
 /// Draw the upgrade graph of catalogs as Mermaid text (opm alpha render-graph).
 ///

@@ -1,10 +1,11 @@
 //! `resolve`: what OLM would install or upgrade to for a namespace's subscriptions (classic)
 //! or for ClusterExtensions (v1), from a request file, with the reasons, or why nothing fits.
-//! The request, its loading and the answer are [`crate::resolve::service`]'s; this prints.
+//! The request, its loading and the answer are [`resolve::service`]'s; this prints.
 use super::Format;
 use super::images::ImageArgs;
-use crate::resolve::service::{report, resolve_file};
 use clap::Args;
+use resolve::service::report;
+use server::resolution::resolve_file;
 use std::io::Write as _;
 use std::path::PathBuf;
 

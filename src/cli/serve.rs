@@ -1,16 +1,16 @@
 use super::images::ImageArgs;
-use crate::image::Registry;
-use crate::server::http::HttpOptions;
-use crate::server::tls::TlsConfig;
-use crate::server::{self, Limits, Listeners, ResolutionOptions};
-use crate::source::RemoteLimits;
-use crate::source::image::{Fetched, fetch};
-use crate::store::cache::{self, CacheOptions, OpenIndex, Outcome};
-use crate::store::ingest::{Input, Rendered};
 use clap::Args;
+use image::Registry;
+use server::http::HttpOptions;
+use server::tls::TlsConfig;
+use server::{self, Limits, Listeners, ResolutionOptions};
+use source::RemoteLimits;
+use source::image::{Fetched, fetch};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
+use store::cache::{self, CacheOptions, OpenIndex, Outcome};
+use store::ingest::{Input, Rendered};
 use tracing::{error, info, warn};
 
 /// Serve a file-based catalog over the Operator Registry gRPC API (drop-in for `opm serve`).
@@ -330,7 +330,7 @@ fn serve(args: &ServeArgs, use_http: bool, skip_tls_verify: bool) -> Result<(), 
             Source::Dir(dir) => Input::Dir(dir),
             Source::Image(registry, reference) => {
                 info!(image = %reference, "pulling catalog image");
-                let fetched = tracing::info_span!(target: crate::SPAN_TARGET, "catalog.pull")
+                let fetched = tracing::info_span!(target: store::SPAN_TARGET, "catalog.pull")
                     .in_scope(|| {
                         tokio::runtime::Handle::current().block_on(fetch(registry, reference))
                     })?;
@@ -416,7 +416,7 @@ fn serve(args: &ServeArgs, use_http: bool, skip_tls_verify: bool) -> Result<(), 
     };
     // A load still running after a stop is abandoned rather than waited for (it may be stuck
     // reading a file or a registry); what it was writing goes with it.
-    crate::unfinished::remove_all();
+    unfinished::remove_all();
     runtime.shutdown_background();
     result
 }

@@ -2,7 +2,7 @@
 //! exporter reads it and the other standard `OTEL_*` variables itself) and absent otherwise:
 //! no exporter, no span is even created.
 //! Spans meant only for traces (one per gRPC call, the load phases) use
-//! [`crate::SPAN_TARGET`].
+//! [`store::SPAN_TARGET`].
 use opentelemetry::trace::TracerProvider;
 use opentelemetry_sdk::trace::SdkTracerProvider;
 

@@ -1,17 +1,16 @@
 //! `render-template` and `convert-template` (opm alpha's commands of those names).
 use super::images::ImageArgs;
 use super::migrate::MigrationFlags;
-use crate::author::mermaid::{MermaidOptions, write_mermaid};
-use crate::author::template::{Kind, convert_to_basic};
-use crate::bundle::csv;
-use crate::bundle::dir::BundleDir;
-use crate::bundle::migrate::migrate;
-use crate::bundle::render::render;
-use crate::bundle::template::ImageTemplate;
-use crate::catalog::{self, Bundle};
-use crate::image;
-use crate::source::image::{Images, pull_unpacked};
+use author::mermaid::{MermaidOptions, write_mermaid};
+use author::template::{Kind, convert_to_basic};
+use bundle::csv;
+use bundle::dir::BundleDir;
+use bundle::migrate::migrate;
+use bundle::render::render;
+use bundle::template::ImageTemplate;
+use catalog::{self, Bundle};
 use clap::Args;
+use source::image::{Images, pull_unpacked};
 use std::io::{Read, Write};
 use std::path::Path;
 

@@ -1,6 +1,6 @@
 use super::Format;
-use crate::catalog::decode::describe_load_errors;
-use crate::catalog::{self, model::Model};
+use catalog::decode::describe_load_errors;
+use catalog::{self, model::Model};
 use clap::Args;
 use std::path::PathBuf;
 

@@ -157,7 +157,7 @@ fn render_template_to_catalog(
     dir: &std::path::Path,
     template: &str,
     extra: &[&str],
-) -> (std::path::PathBuf, olm_registry::catalog::DeclarativeConfig) {
+) -> (std::path::PathBuf, catalog::DeclarativeConfig) {
     let file = dir.join("template.yaml");
     crate::common::write(&file, template);
     let mut args = vec!["render-template", file.to_str().unwrap()];
@@ -166,7 +166,7 @@ fn render_template_to_catalog(
     assert_eq!(code, 0, "{stderr}");
     let catalog = dir.join("catalog");
     crate::common::write(&catalog.join("catalog.json"), &stdout);
-    let dc = olm_registry::catalog::walk::load_dir(&catalog).unwrap();
+    let dc = catalog::walk::load_dir(&catalog).unwrap();
     (catalog, dc)
 }
 
@@ -175,7 +175,7 @@ fn assert_valid(catalog: &std::path::Path) {
     assert_eq!((code, stderr.as_str()), (0, ""), "{}", catalog.display());
 }
 
-fn channel_lines(dc: &olm_registry::catalog::DeclarativeConfig) -> Vec<String> {
+fn channel_lines(dc: &catalog::DeclarativeConfig) -> Vec<String> {
     dc.channels
         .iter()
         .map(|c| {
@@ -400,8 +400,8 @@ entries:
         assert_eq!(code, 0, "{stderr}");
         let alone = dir.path().join("alone");
         crate::common::write(&alone.join("catalog.json"), &rendered);
-        let expected = olm_registry::catalog::walk::load_dir(&alone).unwrap();
-        let strip = |b: &olm_registry::catalog::Bundle| olm_registry::catalog::Bundle {
+        let expected = catalog::walk::load_dir(&alone).unwrap();
+        let strip = |b: &catalog::Bundle| catalog::Bundle {
             origin: Default::default(),
             ..b.clone()
         };
@@ -702,7 +702,7 @@ fn render_template_from_stdin_with_migrations() {
         &catalog.path().join("catalog.yaml"),
         &String::from_utf8(out.stdout).unwrap(),
     );
-    let dc = olm_registry::catalog::walk::load_dir(catalog.path()).unwrap();
+    let dc = catalog::walk::load_dir(catalog.path()).unwrap();
     let kinds: std::collections::BTreeSet<&str> = dc.bundles[0]
         .properties
         .iter()

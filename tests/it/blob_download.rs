@@ -5,10 +5,10 @@ use crate::common::proxy;
 use crate::common::registry;
 
 use bytes::Bytes;
+use image::layout::{Layout, digest_of};
+use image::{ClientOptions, Registry};
 use oci_client::Reference;
 use oci_client::manifest::OciDescriptor;
-use olm_registry::image::layout::{Layout, digest_of};
-use olm_registry::image::{ClientOptions, Registry};
 use registry::TestRegistry;
 use std::path::Path;
 
@@ -145,6 +145,6 @@ async fn content_or_sizes_unlike_the_descriptor_are_refused_and_nothing_is_kept(
             reg.addr
         )
     );
-    assert_eq!(corrupt.kind, olm_registry::image::ErrorKind::InvalidContent);
+    assert_eq!(corrupt.kind, image::ErrorKind::InvalidContent);
     assert!(blob_files(&layout).is_empty(), "{:?}", blob_files(&layout));
 }

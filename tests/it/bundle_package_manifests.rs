@@ -2,11 +2,9 @@
 //! Dataset M (registry-api.md §10.1) and upstream's own conversion of the same tree.
 
 use crate::common::{bundle_objects, shared_testdata};
-use olm_registry::bundle::package_manifests::{
-    Options, PackageManifest, ProvidedApis, load, package_manifest,
-};
-use olm_registry::catalog::model::Model;
-use olm_registry::catalog::{self, Bundle, DeclarativeConfig, property};
+use bundle::package_manifests::{Options, PackageManifest, ProvidedApis, load, package_manifest};
+use catalog::model::Model;
+use catalog::{self, Bundle, DeclarativeConfig, property};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 

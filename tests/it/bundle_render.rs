@@ -2,9 +2,9 @@
 //! real bundles in ../shared/testdata.
 
 use crate::common::{bundle_objects, run, shared_testdata};
-use olm_registry::bundle::dir::{BundleDir, is_bundle_dir};
-use olm_registry::bundle::render::render;
-use olm_registry::catalog::{Bundle, property};
+use bundle::dir::{BundleDir, is_bundle_dir};
+use bundle::render::render;
+use catalog::{Bundle, property};
 use std::path::Path;
 
 fn render_dir(path: &Path, image: &str) -> Bundle {

@@ -2,9 +2,9 @@
 //! every invalid one is refused with a message naming its problem.
 
 use crate::common::shared_testdata;
-use olm_registry::bundle::content;
-use olm_registry::bundle::dir::BundleDir;
-use olm_registry::bundle::manifests::read_objects;
+use bundle::content;
+use bundle::dir::BundleDir;
+use bundle::manifests::read_objects;
 
 /// The problems reading the bundle directory `rel` reports.
 fn read_problems(rel: &str) -> Option<Vec<String>> {

@@ -2,7 +2,7 @@
 //! rebuilt with a warning; the strict flags fail as opm does.
 
 use crate::common::{Server, run};
-use olm_registry::api::GetPackageRequest;
+use api::GetPackageRequest;
 use std::path::{Path, PathBuf};
 
 const INGESTED: &str = "catalog ingested";
@@ -219,10 +219,10 @@ fn enforce_integrity_needs_a_cache_dir() {
 
 /// The packages of every bundle ListBundles streams, once each.
 async fn listed_packages(
-    mut client: olm_registry::api::registry_client::RegistryClient<tonic::transport::Channel>,
+    mut client: api::registry_client::RegistryClient<tonic::transport::Channel>,
 ) -> Vec<String> {
     let stream = client
-        .list_bundles(olm_registry::api::ListBundlesRequest {})
+        .list_bundles(api::ListBundlesRequest {})
         .await
         .unwrap()
         .into_inner();

@@ -3,7 +3,7 @@
 #![allow(deprecated)] // GetBundleForChannel is deprecated upstream, and still served.
 
 use crate::common::{Server, collect, list_order_key, package_names, shared_testdata};
-use olm_registry::api::*;
+use api::*;
 use sha2::{Digest, Sha256};
 use tonic::Code;
 

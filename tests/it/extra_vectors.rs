@@ -1,7 +1,7 @@
 //! registry-api.md §10.4: skips, synthetic replacements and dependencies on a catalog of our own.
 
 use crate::common::{Server, collect, fixture};
-use olm_registry::api::*;
+use api::*;
 
 fn entry(channel: &str, bundle: &str, replaces: &str) -> (String, String, String, String) {
     ("foo".into(), channel.into(), bundle.into(), replaces.into())

@@ -3,7 +3,7 @@
 use crate::common::registry;
 
 use crate::common::{Server, run};
-use olm_registry::api::GetPackageRequest;
+use api::GetPackageRequest;
 use registry::TestRegistry;
 use std::path::Path;
 use std::sync::mpsc;
@@ -327,7 +327,7 @@ fn labelled_layout_image(
     padding: usize,
     labels: serde_json::Value,
 ) -> String {
-    use olm_registry::image::layout::{Layout, digest_of};
+    use image::layout::{Layout, digest_of};
     let layout = Layout::create(dir).unwrap();
     let config = serde_json::json!({
         "config": {"Labels": labels},
@@ -434,7 +434,7 @@ fn hostile_layers_are_refused_and_write_nothing_outside() {
             format!(
                 "error: unpacking {}: layer {}: {message}\n",
                 unpacked_image(&stderr),
-                olm_registry::image::layout::digest_of(&layer)
+                image::layout::digest_of(&layer)
             )
         );
     }
@@ -515,14 +515,14 @@ fn a_layer_that_expands_too_far_is_refused() {
         format!(
             "error: unpacking {}: layer {}: layer expands to more than 100 times its compressed size (and past 67108864 bytes)\n",
             unpacked_image(&stderr),
-            olm_registry::image::layout::digest_of(&layer)
+            image::layout::digest_of(&layer)
         )
     );
 }
 
 /// A registry client reaching `insecure` over plain HTTP.
-fn client(insecure: &str, cache: &Path) -> olm_registry::image::Registry {
-    olm_registry::image::Registry::new(&olm_registry::image::ClientOptions {
+fn client(insecure: &str, cache: &Path) -> image::Registry {
+    image::Registry::new(&image::ClientOptions {
         insecure_registries: vec![insecure.to_owned()],
         cache_dir: cache.to_owned(),
         ..Default::default()
@@ -586,7 +586,7 @@ fn hostile_registry(size: usize, announce: bool) -> (String, mpsc::Receiver<usiz
 /// manifests at 4 MiB, and so do we. One just under the cap is fine.
 #[tokio::test]
 async fn a_5_mib_manifest_is_refused() {
-    use olm_registry::image::{ImageRef, build_image};
+    use image::{ImageRef, build_image};
     let work = tempfile::tempdir().unwrap();
     let cache = work.path().join("cache");
     let too_big =
@@ -600,7 +600,7 @@ async fn a_5_mib_manifest_is_refused() {
         .await
         .unwrap_err();
     assert_eq!(err.message, too_big(&format!("manifest {huge}")));
-    assert_eq!(err.kind, olm_registry::image::ErrorKind::InvalidContent);
+    assert_eq!(err.kind, image::ErrorKind::InvalidContent);
     // Waited for off the runtime, which closes the connection the client gave up on.
     let sent = tokio::task::spawn_blocking(move || sent.recv_timeout(Duration::from_secs(60)))
         .await
@@ -651,7 +651,7 @@ async fn a_5_mib_manifest_is_refused() {
     let reference = layout_image(&layout_dir, hostile_layer(&[]), 5 << 20);
     let (code, stdout, stderr) = render_image(&reference, &cache);
     assert_eq!((code, stdout.as_str()), (1, ""));
-    let (digest, _) = olm_registry::image::layout::Layout::open(&layout_dir)
+    let (digest, _) = image::layout::Layout::open(&layout_dir)
         .unwrap()
         .find_manifest(Some("bad"))
         .unwrap();
@@ -670,8 +670,8 @@ async fn a_5_mib_manifest_is_refused() {
 /// An image config over 8 MiB is refused from its descriptor, before it is downloaded.
 #[tokio::test]
 async fn an_oversized_image_config_is_refused() {
-    use olm_registry::image::layout::digest_of;
-    use olm_registry::image::{ImageRef, build_image};
+    use image::layout::digest_of;
+    use image::{ImageRef, build_image};
     let reg = TestRegistry::plain();
     let work = tempfile::tempdir().unwrap();
     let cache = work.path().join("cache");
@@ -790,7 +790,7 @@ fn a_connection_cut_mid_blob_is_retried_and_never_cached_half() {
     );
     let config = std::fs::read(blobs[0].path()).unwrap();
     assert_eq!(
-        olm_registry::image::layout::digest_of(&config),
+        image::layout::digest_of(&config),
         format!("sha256:{}", blobs[0].file_name().to_string_lossy())
     );
 }
@@ -799,7 +799,7 @@ fn a_connection_cut_mid_blob_is_retried_and_never_cached_half() {
 /// and a registry that is not there (retried first, as only that kind is).
 #[tokio::test]
 async fn pull_errors_say_their_kind() {
-    use olm_registry::image::{ErrorKind, ImageRef};
+    use image::{ErrorKind, ImageRef};
     let reg = TestRegistry::plain();
     let cache = tempfile::tempdir().unwrap();
     let missing = ImageRef::parse(&format!("{}/nothing/here:v1", reg.addr)).unwrap();
@@ -919,16 +919,16 @@ fn rendered_fbc(reference: &str, flags: &[&str]) -> tempfile::TempDir {
 
 /// What a server answers about its whole catalog.
 struct Answers {
-    packages: Vec<olm_registry::api::Package>,
-    bundles: Vec<olm_registry::api::Bundle>,
+    packages: Vec<api::Package>,
+    bundles: Vec<api::Bundle>,
     /// GetBundle of each bundle ListBundles names.
-    by_name: Vec<olm_registry::api::Bundle>,
+    by_name: Vec<api::Bundle>,
     /// The body of the catalogd API's `/all`.
     all: Vec<u8>,
 }
 
 async fn answers(server: &Server) -> Answers {
-    use olm_registry::api::{GetBundleRequest, ListBundlesRequest};
+    use api::{GetBundleRequest, ListBundlesRequest};
     let mut c = server.client().await;
     let mut packages = Vec::new();
     for name in crate::common::package_names(&mut c).await {

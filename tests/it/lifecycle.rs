@@ -3,7 +3,7 @@ use crate::common::proxy;
 use crate::common::registry;
 
 use crate::common::{Server, generated_catalog, silent_registry};
-use olm_registry::api::{GetPackageRequest, ListBundlesRequest};
+use api::{GetPackageRequest, ListBundlesRequest};
 use registry::TestRegistry;
 use std::path::Path;
 use tonic_health::pb::HealthCheckRequest;

@@ -17,6 +17,7 @@ mod deploy;
 mod extra_vectors;
 mod hostile_files;
 mod images;
+mod layers;
 mod lifecycle;
 mod migrate;
 mod mirror;

@@ -5,8 +5,8 @@ use crate::common::proxy;
 use crate::common::registry;
 
 use crate::common::{Server, run, shared_testdata};
-use olm_registry::api::GetPackageRequest;
-use olm_registry::image::{BuiltImage, ClientOptions, ImageRef, Registry, build_image};
+use api::GetPackageRequest;
+use image::{BuiltImage, ClientOptions, ImageRef, Registry, build_image};
 use registry::TestRegistry;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -124,7 +124,7 @@ async fn publish(addr: &str, host: &str) -> Option<Source> {
         )
         .await
         .unwrap();
-    digests.insert("multi", olm_registry::image::layout::digest_of(&index));
+    digests.insert("multi", image::layout::digest_of(&index));
 
     let mut docs = vec![
         serde_json::json!({"schema": "olm.package", "name": "etcd", "defaultChannel": "alpha"}),
@@ -266,10 +266,7 @@ async fn assert_mirrored(src: &Source, root: &str, insecure: &[&str], cache: &Pa
     }
     let operator = at(&format!("olm/etcd-operator@{}", src.digests["operator"]));
     let (body, _) = dest.get_manifest(&operator).await.unwrap();
-    assert_eq!(
-        olm_registry::image::layout::digest_of(&body),
-        src.digests["operator"]
-    );
+    assert_eq!(image::layout::digest_of(&body), src.digests["operator"]);
     // Digest-only sources are also tagged sha256-<hex>, as oc-mirror v2 does.
     let tagged = at(&format!(
         "olm/etcd-operator:{}",
@@ -730,12 +727,12 @@ async fn an_archive_survives_a_killed_run_and_damaged_blobs() {
         stderr.contains(&format!(
             "blob {config_blob} in {} does not match its digest (content is {}); fetching it again",
             archive.display(),
-            olm_registry::image::layout::digest_of(&bytes)
+            image::layout::digest_of(&bytes)
         )),
         "{stderr}"
     );
     for (digest, path) in [(&src.big_layer, &layer_path), (&config_blob, &config_path)] {
         let content = std::fs::read(path).unwrap();
-        assert_eq!(&olm_registry::image::layout::digest_of(&content), digest);
+        assert_eq!(&image::layout::digest_of(&content), digest);
     }
 }

@@ -2,14 +2,12 @@
 //! bundles each ImageSetConfiguration filter keeps, the errors, and the `--dry-run` report.
 //! Every filtered catalog is checked to validate.
 
-use olm_registry::catalog::model::Model;
-use olm_registry::catalog::semver::Version;
-use olm_registry::catalog::types::*;
-use olm_registry::catalog::walk::load_dir;
-use olm_registry::mirror::config::Operators;
-use olm_registry::mirror::filter::{
-    DroppedChannel, FilterError, FilterProblem, Filtered, Reason, filter,
-};
+use catalog::model::Model;
+use catalog::semver::Version;
+use catalog::types::*;
+use catalog::walk::load_dir;
+use mirror::config::Operators;
+use mirror::filter::{DroppedChannel, FilterError, FilterProblem, Filtered, Reason, filter};
 
 fn catalog() -> DeclarativeConfig {
     load_dir(&crate::common::fixture("mirror/catalog")).unwrap()

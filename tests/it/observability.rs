@@ -4,9 +4,9 @@
 use crate::common::prometheus;
 
 use crate::common::{Server, fixture};
-use olm_registry::api::resolution::resolution_client::ResolutionClient;
-use olm_registry::api::resolution::{Catalog, Mode, ResolveRequest, Subscription};
-use olm_registry::api::{GetPackageRequest, ListPackageRequest};
+use api::resolution::resolution_client::ResolutionClient;
+use api::resolution::{Catalog, Mode, ResolveRequest, Subscription};
+use api::{GetPackageRequest, ListPackageRequest};
 use prometheus::{TestPrometheus, get};
 use std::io::Write;
 use std::process::{Command, Stdio};

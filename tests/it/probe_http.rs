@@ -7,7 +7,7 @@ use crate::observability::metrics_addr;
 use hyper::body::Incoming;
 use hyper::{Request, Response};
 use hyper_util::rt::TokioIo;
-use olm_registry::server::tls::TlsConfig;
+use server::tls::TlsConfig;
 use std::net::SocketAddr;
 
 /// Runs `health-probe` with `args` off the runtime: (exit code, stdout, stderr).

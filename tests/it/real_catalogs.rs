@@ -1,7 +1,7 @@
 //! The real community catalogs in ../shared/testdata/real load, validate and serve.
 
 use crate::common::{Server, collect, list_order_key, package_names, run, shared_testdata};
-use olm_registry::api::{GetBundleRequest, GetPackageRequest, ListBundlesRequest};
+use api::{GetBundleRequest, GetPackageRequest, ListBundlesRequest};
 use std::collections::BTreeMap;
 use std::path::Path;
 

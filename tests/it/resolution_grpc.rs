@@ -3,8 +3,8 @@
 //! its own catalog and the secondary's over api.Registry.
 
 use crate::common::{Server, fixture};
-use olm_registry::api::resolution::resolution_client::ResolutionClient;
-use olm_registry::api::resolution::{
+use api::resolution::resolution_client::ResolutionClient;
+use api::resolution::{
     BundleLookup, Catalog, ChosenBundle, ClusterCrd, ClusterFacts, GroupVersionKind, InstallPlan,
     InstalledCsv, Mode, OpenShift, ResolveRequest, ResolveResponse, Result as Answer, Step,
     Subscription, UpdatedSubscription,
@@ -390,13 +390,12 @@ async fn invalid_requests_are_refused_naming_the_field() {
     let mut no_namespace = deadlock(&pair);
     no_namespace.namespace.clear();
     let mut bad_property = deadlock(&pair);
-    bad_property.installed[0].properties =
-        Some(olm_registry::api::resolution::PropertiesAnnotation {
-            properties: vec![olm_registry::api::resolution::Property {
-                r#type: "olm.gvk".into(),
-                value: "{".into(),
-            }],
-        });
+    bad_property.installed[0].properties = Some(api::resolution::PropertiesAnnotation {
+        properties: vec![api::resolution::Property {
+            r#type: "olm.gvk".into(),
+            value: "{".into(),
+        }],
+    });
     let mut same_name = deadlock(&pair);
     same_name.catalogs[1].name = "primary".into();
     // The cluster's version is the request's (it was FAILED_PRECONDITION, as if the
@@ -573,7 +572,7 @@ async fn catalogs_outside_the_resolution_namespaces_are_invisible() {
         ResolveResponse {
             mode: Mode::Classic as i32,
             namespace: "operators".into(),
-            unsatisfiable: Some(olm_registry::api::resolution::Unsatisfiable {
+            unsatisfiable: Some(api::resolution::Unsatisfiable {
                 messages: vec![
                     "no operators found from catalog primary in namespace olm referenced by subscription c-stable".into(),
                     "subscription c-stable exists".into(),

@@ -3,13 +3,13 @@
 //! that misbehave on purpose) and must stay bounded in memory, time and connections.
 
 use crate::common::{Server, fixture};
-use olm_registry::api::resolution::resolution_client::ResolutionClient;
-use olm_registry::api::resolution::{
+use api::resolution::resolution_client::ResolutionClient;
+use api::resolution::{
     BundleLookup, Catalog, ChosenBundle, InstallPlan, Mode, ResolveRequest, ResolveResponse,
     Result as Answer, Step, Subscription, UpdatedSubscription,
 };
-use olm_registry::api::server::registry_server::{Registry, RegistryServer};
-use olm_registry::api::{self, RawMessage};
+use api::server::registry_server::{Registry, RegistryServer};
+use api::{self, RawMessage};
 use prost::Message;
 use std::pin::Pin;
 use std::sync::Arc;

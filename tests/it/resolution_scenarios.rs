@@ -7,23 +7,24 @@ use std::path::PathBuf;
 
 use std::collections::{BTreeSet, HashMap};
 
-use olm_registry::catalog::semver::{Range, Version};
-use olm_registry::catalog::types::{
+use catalog::semver::{Range, Version};
+use catalog::types::{
     Bundle, Channel, ChannelEntry, DeclarativeConfig, DeprecationEntry, DeprecationReference,
     Deprecations, Gvk, Package, Property,
 };
-use olm_registry::resolve::classic::chain::Links;
-use olm_registry::resolve::classic::{
+use catalog::version_constraint::VersionConstraint;
+use catalog::version_release::VersionRelease;
+use resolve::classic::chain::Links;
+use resolve::classic::{
     self, CatalogSource, ClassicError, ClassicRequest, InstallPlan, InstalledCsv, PlanStep,
     Subscription, UpgradeStrategy,
 };
-use olm_registry::resolve::openshift::{self, BlockReason};
-use olm_registry::resolve::solver::{self, Constraint, ConstraintKind, SolveError, Variable};
-use olm_registry::resolve::v1::{
+use resolve::openshift::{self, BlockReason};
+use resolve::solver::{self, Constraint, ConstraintKind, SolveError, Variable};
+use resolve::v1::{
     self, InstalledBundle, LabelSelector, SelectorRequirement, UpgradePolicy, V1Catalog, V1Request,
-    VersionRelease,
 };
-use olm_registry::resolve::{CelRule, OlmConstraint, VersionConstraint};
+use resolve::{CelRule, OlmConstraint};
 use serde_yaml::Value;
 
 type Check = Result<(), String>;
@@ -1905,7 +1906,7 @@ fn successors_sorted(
 ) -> Vec<String> {
     let keys: Vec<Option<VersionRelease>> = bundles.iter().map(VersionRelease::of_bundle).collect();
     let mut order: Vec<usize> = (0..bundles.len()).collect();
-    order.sort_by(|&a, &b| v1::best_first(&keys[a], &keys[b]));
+    order.sort_by(|&a, &b| catalog::version_release::best_first(&keys[a], &keys[b]));
     order
         .into_iter()
         .filter(|&i| keep(&bundles[i], keys[i].as_ref()))
@@ -2028,7 +2029,7 @@ fn v1_ordering(s: &Value) -> Check {
         })
         .collect::<Result<Vec<_>, String>>()?;
     let mut order: Vec<usize> = (0..input.len()).collect();
-    order.sort_by(|&a, &b| v1::best_first(&keys[a], &keys[b]));
+    order.sort_by(|&a, &b| catalog::version_release::best_first(&keys[a], &keys[b]));
     let got: Vec<String> = order.into_iter().map(|i| input[i].clone()).collect();
     let want = required(s, "sorted_best_first", "")?;
     expect_eq("order", got, scalars(want, "sorted_best_first")?)

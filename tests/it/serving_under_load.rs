@@ -4,12 +4,12 @@
 //! connections than the process has descriptors for.
 
 use crate::common::{Server, collect, generated_catalog};
-use bytes::{BufMut, Bytes, BytesMut};
-use olm_registry::api::{
+use api::{
     GetAllProvidersRequest, GetAllReplacementsRequest, GetBundleInChannelRequest, GetBundleRequest,
     GetDefaultProviderRequest, GetLatestProvidersRequest, GetPackageRequest, GetReplacementRequest,
     ListBundlesRequest, ListPackageRequest,
 };
+use bytes::{BufMut, Bytes, BytesMut};
 use prost::Message;
 use std::future::Future;
 use std::path::Path;
@@ -142,7 +142,7 @@ const UNARY_MIX: [Call; 10] = [
     Call::DefaultBundleThatProvides,
 ];
 
-type Client = olm_registry::api::registry_client::RegistryClient<tonic::transport::Channel>;
+type Client = api::registry_client::RegistryClient<tonic::transport::Channel>;
 
 #[allow(deprecated)] // GetBundleForChannel is deprecated upstream, and still served.
 /// The answer to `call` as comparable text: every message's encoding, or the error.

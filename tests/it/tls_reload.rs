@@ -4,9 +4,9 @@
 use crate::catalogd_http::api_base;
 use crate::common::pki::{Pki, tls_listener};
 use crate::common::{Server, fixture};
-use olm_registry::server::tls::{TlsConfig, TlsError};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, ServerName};
+use server::tls::{TlsConfig, TlsError};
 use std::io::Write;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};

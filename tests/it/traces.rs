@@ -3,7 +3,7 @@
 //! which answers as a collector does.
 
 use crate::common::{Server, fixture};
-use olm_registry::api::GetPackageRequest;
+use api::GetPackageRequest;
 use opentelemetry_proto::tonic::collector::trace::v1::trace_service_server::{
     TraceService, TraceServiceServer,
 };

@@ -6,7 +6,7 @@ pub mod prometheus;
 pub mod proxy;
 pub mod registry;
 
-use olm_registry::api::registry_client::RegistryClient;
+use api::registry_client::RegistryClient;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
@@ -246,7 +246,7 @@ pub async fn collect<T>(mut s: tonic::Streaming<T>) -> Vec<T> {
 
 /// The names ListPackages streams, in its order.
 pub async fn package_names(c: &mut RegistryClient<Channel>) -> Vec<String> {
-    let request = olm_registry::api::ListPackageRequest {};
+    let request = api::ListPackageRequest {};
     collect(c.list_packages(request).await.unwrap().into_inner())
         .await
         .into_iter()
@@ -255,7 +255,7 @@ pub async fn package_names(c: &mut RegistryClient<Channel>) -> Vec<String> {
 }
 
 /// (channel, package, name): the order ListBundles promises.
-pub fn list_order_key(b: &olm_registry::api::Bundle) -> (String, String, String) {
+pub fn list_order_key(b: &api::Bundle) -> (String, String, String) {
     (
         b.channel_name.clone(),
         b.package_name.clone(),
@@ -282,8 +282,8 @@ pub fn files_below(dir: &Path) -> Vec<String> {
 }
 
 /// The manifests of a rendered bundle, decoded, in property order.
-pub fn bundle_objects(b: &olm_registry::catalog::Bundle) -> Vec<String> {
-    use olm_registry::catalog::property;
+pub fn bundle_objects(b: &catalog::Bundle) -> Vec<String> {
+    use catalog::property;
     b.properties
         .iter()
         .filter(|p| p.kind == property::BUNDLE_OBJECT)

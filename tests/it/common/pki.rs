@@ -3,9 +3,9 @@
 //! of each (SEC1, PKCS#1, PKCS#8), plus a key type no server here can sign with. Every leaf
 //! is valid for `localhost` and `127.0.0.1`. And a loopback listener that serves TLS with the
 //! server's own acceptor.
-use olm_registry::server::tls::TlsConfig;
 use rustls::pki_types::CertificateDer;
 use rustls::pki_types::pem::PemObject;
+use server::tls::TlsConfig;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::Command;

@@ -1,0 +1,58 @@
+//! Tools for catalog authors: templates that render to FBC, upgrade-graph pictures, and
+//! (next) catalog diffs. Everything here works on [`DeclarativeConfig`]s; acquiring them
+//! from references is the caller's business.
+pub mod diff;
+pub mod mermaid;
+pub mod semver_template;
+pub mod svg;
+pub mod template;
+
+use catalog::property::{self, Typed};
+use catalog::semver::Version;
+use catalog::{Bundle, DeclarativeConfig};
+use std::collections::HashMap;
+
+/// A bundle's package and version from its single `olm.package` property, with upstream's
+/// messages for the ways that can fail.
+pub fn bundle_package_version(b: &Bundle) -> Result<(String, Version), String> {
+    let mut packages = Vec::new();
+    for (i, p) in b.properties.iter().enumerate() {
+        match property::parse(p) {
+            Ok(Typed::Package {
+                package_name,
+                version,
+                ..
+            }) => packages.push((package_name, version)),
+            Ok(_) => {}
+            Err(e) => {
+                return Err(format!(
+                    "parse properties for bundle {:?}: parse property[{i}] of type {:?}: {e}",
+                    b.name, p.kind
+                ));
+            }
+        }
+    }
+    let [(package, version)] = <[_; 1]>::try_from(packages).map_err(|_| {
+        format!(
+            "bundle {:?} has multiple \"olm.package\" properties, expected exactly 1",
+            b.name
+        )
+    })?;
+    let parsed = Version::parse(&version)
+        .map_err(|e| format!("bundle {:?} has invalid version {version:?}: {e}", b.name))?;
+    Ok((package, parsed))
+}
+
+/// Every bundle's version by name; the first bundle of a name wins, as upstream's map does.
+pub fn bundle_versions(dc: &DeclarativeConfig) -> Result<HashMap<String, Version>, String> {
+    let mut versions = HashMap::new();
+    for b in &dc.bundles {
+        if !versions.contains_key(&b.name) {
+            versions.insert(b.name.clone(), bundle_package_version(b)?.1);
+        }
+    }
+    Ok(versions)
+}
+
+#[cfg(test)]
+mod tests;

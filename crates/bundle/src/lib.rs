@@ -1,0 +1,22 @@
+//! Everything that is not already a file-based catalog, rendered to one
+//! ([`catalog::DeclarativeConfig`]): registry+v1 bundle directories (catalog-formats.md
+//! §C), legacy package-manifest trees (§D) and legacy SQLite `index.db` files (§E).
+//! Depends only on [`catalog`].
+//!
+//! - [`dir`] reads a bundle directory ([`manifests`] + [`metadata`]) into a [`dir::BundleDir`];
+//!   [`render`] turns it into an `olm.bundle`, [`template`] names its image.
+//! - [`dependencies`] and [`content`] are the bundle checks of `opm alpha bundle validate`.
+//! - [`migrate`] holds the FBC migrations (`--migrate-level`).
+//! - [`package_manifests`] and [`sqlite`] convert the legacy catalog formats (telling the
+//!   input kinds apart is [`source::disk`]'s).
+pub mod content;
+pub mod csv;
+pub mod dependencies;
+pub mod dir;
+pub mod manifests;
+pub mod metadata;
+pub mod migrate;
+pub mod package_manifests;
+pub mod render;
+pub mod sqlite;
+pub mod template;

@@ -1,0 +1,297 @@
+//! `ImageSetConfiguration` (`mirror.openshift.io/v2alpha1`), the file oc-mirror v2 users
+//! already write: which catalogs, which packages and versions of them, which extra images,
+//! which images never to copy.
+//!
+//! Unknown fields are errors (a misspelt `minVersion` would silently mirror everything), and
+//! every problem is reported at once, each with its path in the file.
+use catalog::semver::Version;
+use serde::Deserialize;
+
+pub const KIND: &str = "ImageSetConfiguration";
+pub const API_VERSION: &str = "mirror.openshift.io/v2alpha1";
+
+#[derive(Debug, Deserialize, Clone, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ImageSetConfiguration {
+    pub kind: String,
+    pub api_version: String,
+    #[serde(default)]
+    pub mirror: Mirror,
+}
+
+#[derive(Debug, Deserialize, Clone, PartialEq, Default)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Mirror {
+    #[serde(default)]
+    pub operators: Vec<Operators>,
+    #[serde(default)]
+    pub additional_images: Vec<AdditionalImage>,
+    #[serde(default)]
+    pub blocked_images: Vec<BlockedImage>,
+    /// Not supported: kept only to say so clearly.
+    pub platform: Option<serde_yaml::Value>,
+    /// Not supported: kept only to say so clearly.
+    pub helm: Option<serde_yaml::Value>,
+}
+
+#[derive(Debug, Deserialize, Clone, PartialEq, Default)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Operators {
+    pub catalog: String,
+    #[serde(default)]
+    pub full: bool,
+    #[serde(default)]
+    pub packages: Vec<PackageFilter>,
+    pub target_catalog: Option<String>,
+    pub target_tag: Option<String>,
+}
+
+#[derive(Debug, Deserialize, Clone, PartialEq, Default)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct PackageFilter {
+    pub name: String,
+    pub default_channel: Option<String>,
+    pub min_version: Option<String>,
+    pub max_version: Option<String>,
+    #[serde(default)]
+    pub channels: Vec<ChannelFilter>,
+}
+
+#[derive(Debug, Deserialize, Clone, PartialEq, Default)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ChannelFilter {
+    pub name: String,
+    pub min_version: Option<String>,
+    pub max_version: Option<String>,
+}
+
+#[derive(Debug, Deserialize, Clone, PartialEq, Default)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct AdditionalImage {
+    pub name: String,
+    pub target_repo: Option<String>,
+    pub target_tag: Option<String>,
+}
+
+#[derive(Debug, Deserialize, Clone, PartialEq, Default)]
+#[serde(deny_unknown_fields)]
+pub struct BlockedImage {
+    /// A regular expression matched against image references.
+    pub name: String,
+}
+
+impl ImageSetConfiguration {
+    /// Parses and checks a configuration; the error lists every problem found.
+    pub fn parse(file: &str, text: &str) -> Result<ImageSetConfiguration, String> {
+        let config: ImageSetConfiguration =
+            serde_yaml::from_str(text).map_err(|e| format!("{file}: {e}"))?;
+        let problems = config.problems();
+        if problems.is_empty() {
+            Ok(config)
+        } else {
+            Err(format!(
+                "{file}: invalid ImageSetConfiguration:\n  {}",
+                problems.join("\n  ")
+            ))
+        }
+    }
+
+    fn problems(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if self.kind != KIND {
+            out.push(format!("kind: expected {KIND:?}, found {:?}", self.kind));
+        }
+        if self.api_version != API_VERSION {
+            out.push(format!(
+                "apiVersion: expected {API_VERSION:?}, found {:?}",
+                self.api_version
+            ));
+        }
+        let m = &self.mirror;
+        if m.platform.is_some() {
+            out.push("mirror.platform: mirroring platform releases is not supported".into());
+        }
+        if m.helm.is_some() {
+            out.push("mirror.helm: mirroring Helm charts is not supported".into());
+        }
+        if m.operators.is_empty() && m.additional_images.is_empty() {
+            out.push("mirror: nothing to mirror (no operators and no additionalImages)".into());
+        }
+        for (i, op) in m.operators.iter().enumerate() {
+            let at = format!("mirror.operators[{i}]");
+            if op.catalog.is_empty() {
+                out.push(format!("{at}.catalog: required"));
+            }
+            let mut seen = std::collections::BTreeSet::new();
+            for (j, p) in op.packages.iter().enumerate() {
+                let at = format!("{at}.packages[{j}] ({:?})", p.name);
+                if p.name.is_empty() {
+                    out.push(format!("{at}.name: required"));
+                }
+                if !seen.insert(&p.name) {
+                    out.push(format!("{at}: package listed twice"));
+                }
+                let package_range = p.min_version.is_some() || p.max_version.is_some();
+                if package_range && op.full {
+                    out.push(format!(
+                        "{at}: minVersion/maxVersion cannot be combined with full: true"
+                    ));
+                }
+                check_range(&mut out, &at, &p.min_version, &p.max_version);
+                for (k, c) in p.channels.iter().enumerate() {
+                    let at = format!("{at}.channels[{k}] ({:?})", c.name);
+                    if c.name.is_empty() {
+                        out.push(format!("{at}.name: required"));
+                    }
+                    let channel_range = c.min_version.is_some() || c.max_version.is_some();
+                    if channel_range && package_range {
+                        out.push(format!("{at}: a channel range cannot be combined with the package's minVersion/maxVersion"));
+                    }
+                    if channel_range && op.full {
+                        out.push(format!(
+                            "{at}: minVersion/maxVersion cannot be combined with full: true"
+                        ));
+                    }
+                    check_range(&mut out, &at, &c.min_version, &c.max_version);
+                }
+            }
+        }
+        for (i, a) in m.additional_images.iter().enumerate() {
+            if a.name.is_empty() {
+                out.push(format!("mirror.additionalImages[{i}].name: required"));
+            }
+        }
+        for (i, b) in m.blocked_images.iter().enumerate() {
+            if let Err(e) = regex::Regex::new(&b.name) {
+                // The regex error draws a caret diagram over several lines; its last line says it.
+                let text = e.to_string();
+                let why = text
+                    .lines()
+                    .last()
+                    .unwrap_or_default()
+                    .trim_start_matches("error: ");
+                out.push(format!(
+                    "mirror.blockedImages[{i}].name: invalid regular expression {:?}: {why}",
+                    b.name
+                ));
+            }
+        }
+        out
+    }
+}
+
+fn check_range(out: &mut Vec<String>, at: &str, min: &Option<String>, max: &Option<String>) {
+    let parse = |field: &str, v: &Option<String>, out: &mut Vec<String>| {
+        v.as_ref().and_then(|s| match Version::parse(s) {
+            Ok(v) => Some(v),
+            Err(e) => {
+                out.push(format!("{at}.{field}: invalid version {s:?}: {e}"));
+                None
+            }
+        })
+    };
+    let (lo, hi) = (parse("minVersion", min, out), parse("maxVersion", max, out));
+    if let (Some(lo), Some(hi)) = (lo, hi)
+        && lo > hi
+    {
+        out.push(format!("{at}: minVersion {lo} is above maxVersion {hi}"));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const HEAD: &str = "kind: ImageSetConfiguration\napiVersion: mirror.openshift.io/v2alpha1\n";
+
+    #[test]
+    fn reads_the_oc_mirror_fields() {
+        let text = format!(
+            "{HEAD}mirror:
+  operators:
+  - catalog: registry.example.com/catalog:v4.16
+    targetCatalog: mirrored/catalog
+    targetTag: v1
+    packages:
+    - name: cache-operator
+      defaultChannel: fast
+      channels:
+      - name: fast
+        minVersion: 1.2.0
+    - name: queue-operator
+      minVersion: 0.5.0
+      maxVersion: 0.6.0
+  additionalImages:
+  - name: registry.example.com/tools/debug:latest
+  blockedImages:
+  - name: .*/unwanted/.*
+"
+        );
+        let c = ImageSetConfiguration::parse("isc.yaml", &text).unwrap();
+        let op = &c.mirror.operators[0];
+        assert_eq!(op.target_catalog.as_deref(), Some("mirrored/catalog"));
+        assert_eq!(
+            op.packages[0].channels[0].min_version.as_deref(),
+            Some("1.2.0")
+        );
+        assert_eq!(op.packages[1].max_version.as_deref(), Some("0.6.0"));
+        assert_eq!(c.mirror.blocked_images[0].name, ".*/unwanted/.*");
+    }
+
+    #[test]
+    fn every_problem_is_reported_with_its_path() {
+        let text = format!(
+            "{HEAD}mirror:
+  platform: {{channels: [{{name: stable-4.16}}]}}
+  operators:
+  - catalog: registry.example.com/catalog:v4.16
+    full: true
+    packages:
+    - name: a
+      minVersion: 2.0.0
+      maxVersion: 1.0.0
+      channels:
+      - name: stable
+        maxVersion: 1.x
+  blockedImages:
+  - name: '(unclosed'
+"
+        );
+        let err = ImageSetConfiguration::parse("isc.yaml", &text).unwrap_err();
+        assert_eq!(
+            err,
+            "isc.yaml: invalid ImageSetConfiguration:
+  mirror.platform: mirroring platform releases is not supported
+  mirror.operators[0].packages[0] (\"a\"): minVersion/maxVersion cannot be combined with full: true
+  mirror.operators[0].packages[0] (\"a\"): minVersion 2.0.0 is above maxVersion 1.0.0
+  mirror.operators[0].packages[0] (\"a\").channels[0] (\"stable\"): a channel range cannot be combined with the package's minVersion/maxVersion
+  mirror.operators[0].packages[0] (\"a\").channels[0] (\"stable\"): minVersion/maxVersion cannot be combined with full: true
+  mirror.operators[0].packages[0] (\"a\").channels[0] (\"stable\").maxVersion: invalid version \"1.x\": No Major.Minor.Patch elements found
+  mirror.blockedImages[0].name: invalid regular expression \"(unclosed\": unclosed group"
+        );
+    }
+
+    #[test]
+    fn misspelt_fields_and_wrong_kinds_are_errors() {
+        let err = ImageSetConfiguration::parse(
+            "isc.yaml",
+            &format!("{HEAD}mirror:\n  operators:\n  - catalog: c\n    packages:\n    - name: a\n      minVersoin: 1.0.0\n"),
+        )
+        .unwrap_err();
+        assert!(
+            err.starts_with(
+                "isc.yaml: mirror.operators[0].packages[0]: unknown field `minVersoin`"
+            ),
+            "{err}"
+        );
+        let err =
+            ImageSetConfiguration::parse("isc.yaml", "kind: Other\napiVersion: v1\n").unwrap_err();
+        assert_eq!(
+            err,
+            "isc.yaml: invalid ImageSetConfiguration:
+  kind: expected \"ImageSetConfiguration\", found \"Other\"
+  apiVersion: expected \"mirror.openshift.io/v2alpha1\", found \"v1\"
+  mirror: nothing to mirror (no operators and no additionalImages)"
+        );
+    }
+}

@@ -1,0 +1,591 @@
+//! Copying images, blob by blob, between registries and an OCI layout on disk.
+//!
+//! - A blob the destination already has is not copied (HEAD); one the destination registry
+//!   holds in another repository of this run is mounted instead of uploaded.
+//! - Blobs stream through: at most a few chunks of one are in memory.
+//! - Every blob is checked against its digest before the destination may commit it: the last
+//!   chunk is held back until the whole blob is verified, so a corrupt blob never lands.
+//! - Transient failures (connection reset, EOF, TLS, 5xx) cost a retry of that blob only;
+//!   a download into the archive continues where it stopped.
+//! - Manifests go last, children before their index, so an interrupted run leaves no image
+//!   whose blobs are missing, and a rerun copies only what is not there yet.
+use bytes::Bytes;
+use image::layout::{Layout, MAX_MANIFEST_BYTES};
+use image::registry::Backoff;
+use image::remote::{BlobStream, MANIFEST_MEDIA_TYPES, is_digest_mismatch, retry_remote as retry};
+use image::{Error, ErrorKind, Registry};
+use oci_client::Reference;
+use oci_client::manifest::OciDescriptor;
+use sha2::{Digest, Sha256};
+use std::collections::{BTreeMap, BTreeSet};
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, ready};
+use std::time::{Duration, Instant};
+use tokio_stream::Stream;
+
+/// Where an image is read from or written to.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Location {
+    Registry {
+        registry: String,
+        repository: String,
+    },
+    /// The run's OCI layout (the archive, or the staging area of rebuilt catalogs).
+    Layout,
+}
+
+impl Location {
+    fn reference(&self, at: &str) -> Option<Reference> {
+        match self {
+            Location::Registry {
+                registry,
+                repository,
+            } => Some(if at.starts_with("sha256:") {
+                Reference::with_digest(registry.clone(), repository.clone(), at.to_owned())
+            } else {
+                Reference::with_tag(registry.clone(), repository.clone(), at.to_owned())
+            }),
+            Location::Layout => None,
+        }
+    }
+
+    fn describe(&self) -> String {
+        match self {
+            Location::Registry {
+                registry,
+                repository,
+            } => format!("{registry}/{repository}"),
+            Location::Layout => "the archive".to_owned(),
+        }
+    }
+}
+
+/// One image to copy.
+#[derive(Clone, Debug)]
+pub struct Job {
+    /// How the user knows it (for messages).
+    pub name: String,
+    pub from: Location,
+    pub to: Location,
+    pub digest: String,
+    /// The destination tag (a registry tag, or the layout's ref name).
+    pub tag: String,
+    /// Copied only when every other job succeeded (catalogs: a cluster must not see a
+    /// catalog whose images are missing).
+    pub last: bool,
+}
+
+/// What a run did.
+#[derive(Debug, Default)]
+pub struct Summary {
+    pub images: usize,
+    pub blobs_copied: usize,
+    pub blobs_reused: usize,
+    pub blobs_mounted: usize,
+    pub bytes_copied: u64,
+    pub elapsed: Duration,
+    /// One line per image that was not copied, saying why.
+    pub failures: Vec<String>,
+}
+
+impl std::fmt::Display for Summary {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let secs = self.elapsed.as_secs_f64();
+        write!(
+            f,
+            "mirrored {} images: {} blobs copied ({:.1} MiB, {:.0} MiB/s), {} reused, {} mounted, in {:.1} s",
+            self.images,
+            self.blobs_copied,
+            self.bytes_copied as f64 / 1048576.0,
+            self.bytes_copied as f64 / 1048576.0 / secs.max(1e-3),
+            self.blobs_reused,
+            self.blobs_mounted,
+            secs
+        )
+    }
+}
+
+pub struct Copier {
+    pub registry: Arc<Registry>,
+    pub layout: Option<Arc<Layout>>,
+    pub parallel: usize,
+    progress: indicatif::ProgressBar,
+}
+
+/// An image's manifests (children first, the top one last) and the blobs they name.
+struct Tree {
+    manifests: Vec<(String, Bytes, String)>,
+    blobs: Vec<(String, u64)>,
+}
+
+impl Copier {
+    pub fn new(registry: Arc<Registry>, layout: Option<Arc<Layout>>, parallel: usize) -> Copier {
+        Copier {
+            registry,
+            layout,
+            parallel: parallel.max(1),
+            progress: progress_bar(),
+        }
+    }
+
+    fn layout(&self) -> Result<&Layout, Error> {
+        self.layout
+            .as_deref()
+            .ok_or_else(|| Error::new(ErrorKind::Other, "no OCI layout for this run"))
+    }
+
+    pub async fn run(self: Arc<Self>, jobs: Vec<Job>) -> Summary {
+        let start = Instant::now();
+        let mut summary = Summary::default();
+        let mut trees = Vec::new();
+        for job in &jobs {
+            match self.tree(job).await {
+                Ok(tree) => trees.push((job.clone(), tree)),
+                Err(e) => summary
+                    .failures
+                    .push(format!("{}: {}", job.name, e.message)),
+            }
+        }
+        // Each blob once per destination repository; the first destination that gets it is
+        // where the others mount it from.
+        let mut wanted: BTreeMap<String, (u64, Location, BTreeSet<Location>)> = BTreeMap::new();
+        for (job, tree) in &trees {
+            for (digest, size) in &tree.blobs {
+                wanted
+                    .entry(digest.clone())
+                    .or_insert_with(|| (*size, job.from.clone(), BTreeSet::new()))
+                    .2
+                    .insert(job.to.clone());
+            }
+        }
+        let total: u64 = wanted
+            .values()
+            .map(|(size, _, to)| size * to.len() as u64)
+            .sum();
+        self.progress.set_length(total);
+        let destinations: BTreeSet<&Location> = trees.iter().map(|(j, _)| &j.to).collect();
+        for to in destinations {
+            if let Some(r) = to.reference("latest")
+                && let Err(e) = self.registry.authorize_push(&r).await
+            {
+                summary.failures.push(e.message);
+                self.progress.finish_and_clear();
+                summary.elapsed = start.elapsed();
+                return summary;
+            }
+        }
+        let limit = Arc::new(tokio::sync::Semaphore::new(self.parallel));
+        let mut tasks = tokio::task::JoinSet::new();
+        for (digest, (size, from, to)) in wanted {
+            let (copier, limit) = (self.clone(), limit.clone());
+            tasks.spawn(async move {
+                let _permit = limit.acquire_owned().await;
+                let outcome = copier.place_blob(&digest, size, &from, &to).await;
+                (digest, size, outcome)
+            });
+        }
+        let mut failed_blobs: BTreeMap<String, String> = BTreeMap::new();
+        while let Some(done) = tasks.join_next().await {
+            match done {
+                Ok((_, size, Ok(counts))) => {
+                    summary.blobs_copied += counts.copied;
+                    summary.blobs_reused += counts.reused;
+                    summary.blobs_mounted += counts.mounted;
+                    summary.bytes_copied += counts.copied as u64 * size;
+                }
+                Ok((digest, _, Err(e))) => {
+                    failed_blobs.insert(digest, e);
+                }
+                Err(e) => summary.failures.push(format!("a copy task failed: {e}")),
+            }
+        }
+        self.progress.finish_and_clear();
+        let (first, last): (Vec<_>, Vec<_>) = trees.into_iter().partition(|(j, _)| !j.last);
+        for (job, tree) in first.into_iter().chain(last) {
+            if job.last && !summary.failures.is_empty() {
+                summary.failures.push(format!(
+                    "{}: not copied, because other images failed",
+                    job.name
+                ));
+                continue;
+            }
+            if let Some((digest, e)) = tree
+                .blobs
+                .iter()
+                .find_map(|(d, _)| failed_blobs.get(d).map(|e| (d, e)))
+            {
+                summary
+                    .failures
+                    .push(format!("{}: blob {digest}: {e}", job.name));
+                continue;
+            }
+            match self.put_manifests(&job, &tree).await {
+                Ok(()) => summary.images += 1,
+                Err(e) => summary
+                    .failures
+                    .push(format!("{}: {}", job.name, e.message)),
+            }
+        }
+        summary.elapsed = start.elapsed();
+        summary
+    }
+
+    async fn get_manifest(&self, from: &Location, digest: &str) -> Result<(Bytes, String), Error> {
+        match from.reference(digest) {
+            Some(r) => retry(|| self.registry.get_manifest(&r)).await,
+            None => {
+                let body = self
+                    .layout()?
+                    .read_blob(digest, MAX_MANIFEST_BYTES)
+                    .map_err(fatal)?;
+                let media_type = image::remote::manifest_media_type(&body).map_err(fatal)?;
+                Ok((Bytes::from(body), media_type))
+            }
+        }
+    }
+
+    /// Reads an image's manifests and the blobs they name.
+    async fn tree(&self, job: &Job) -> Result<Tree, Error> {
+        let mut tree = Tree {
+            manifests: Vec::new(),
+            blobs: Vec::new(),
+        };
+        let (body, media_type) = self.get_manifest(&job.from, &job.digest).await?;
+        let top: serde_json::Value =
+            serde_json::from_slice(&body).map_err(|e| fatal(e.to_string()))?;
+        let mut images = Vec::new();
+        if let Some(children) = top["manifests"].as_array() {
+            for child in children {
+                let digest = child["digest"].as_str().unwrap_or_default().to_owned();
+                let (child_body, child_type) = self.get_manifest(&job.from, &digest).await?;
+                if !MANIFEST_MEDIA_TYPES[..].contains(&child_type.as_str())
+                    || serde_json::from_slice::<serde_json::Value>(&child_body)
+                        .is_ok_and(|v| v.get("manifests").is_some())
+                {
+                    return Err(fatal(format!(
+                        "manifest {digest} of the index is not an image manifest ({child_type})"
+                    )));
+                }
+                images.push(child_body.clone());
+                tree.manifests.push((digest, child_body, child_type));
+            }
+        } else {
+            images.push(body.clone());
+        }
+        for image in images {
+            let v: serde_json::Value =
+                serde_json::from_slice(&image).map_err(|e| fatal(e.to_string()))?;
+            let descriptors = v["config"].as_object().into_iter().chain(
+                v["layers"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|l| l.as_object()),
+            );
+            for d in descriptors {
+                let digest = d.get("digest").and_then(|x| x.as_str()).unwrap_or_default();
+                let size = d.get("size").and_then(|x| x.as_u64()).unwrap_or_default();
+                if !tree.blobs.iter().any(|(seen, _)| seen == digest) {
+                    tree.blobs.push((digest.to_owned(), size));
+                }
+            }
+        }
+        tree.manifests.push((job.digest.clone(), body, media_type));
+        Ok(tree)
+    }
+
+    async fn has_blob(&self, at: &Location, digest: &str, size: u64) -> Result<bool, Error> {
+        match at.reference(digest) {
+            Some(r) => retry(|| self.registry.blob_exists(&r, digest)).await,
+            None => {
+                let layout = self
+                    .layout
+                    .clone()
+                    .ok_or_else(|| fatal("no OCI layout for this run".into()))?;
+                let digest = digest.to_owned();
+                // Checking may hash the blob: not on a runtime worker.
+                tokio::task::spawn_blocking(move || layout.holds(&digest, Some(size)))
+                    .await
+                    .map_err(|e| fatal(format!("checking blob: {e}")))?
+                    .map_err(fatal)
+            }
+        }
+    }
+
+    /// Makes a blob present in every destination: reused, mounted or copied.
+    async fn place_blob(
+        &self,
+        digest: &str,
+        size: u64,
+        from: &Location,
+        to: &BTreeSet<Location>,
+    ) -> Result<Counts, String> {
+        let mut counts = Counts::default();
+        let mut holder: Option<&Location> = None;
+        for dest in to {
+            if self
+                .has_blob(dest, digest, size)
+                .await
+                .map_err(|e| e.message)?
+            {
+                counts.reused += 1;
+                self.progress.inc(size);
+            } else if let (
+                Some(Location::Registry {
+                    registry: held_in,
+                    repository: held_repo,
+                }),
+                Location::Registry { registry, .. },
+            ) = (holder, dest)
+                && held_in == registry
+                && let Some(r) = dest.reference(digest)
+                && self.registry.mount_blob(&r, held_repo, digest).await
+            {
+                counts.mounted += 1;
+                self.progress.inc(size);
+            } else {
+                self.transfer(digest, size, from, dest).await?;
+                counts.copied += 1;
+            }
+            holder.get_or_insert(dest);
+        }
+        Ok(counts)
+    }
+
+    async fn transfer(
+        &self,
+        digest: &str,
+        size: u64,
+        from: &Location,
+        to: &Location,
+    ) -> Result<(), String> {
+        let dest = match (from.reference(digest), to.reference(digest)) {
+            (_, Some(dest)) => dest,
+            (Some(source), None) => {
+                // Downloads retry, and resume where they stopped, on their own.
+                let descriptor = OciDescriptor {
+                    digest: digest.to_owned(),
+                    size: size as i64,
+                    ..Default::default()
+                };
+                let layout = self.layout().map_err(|e| e.message)?;
+                return self
+                    .registry
+                    .download_blob(&source, &descriptor, layout, &self.progress)
+                    .await
+                    .map(drop)
+                    .map_err(|e| e.message);
+            }
+            (None, None) => return Err(format!("blob {digest} is missing from the archive")),
+        };
+        let mut backoff = Backoff::default();
+        loop {
+            let verdict = Arc::new(Mutex::new(None));
+            let outcome = self.upload_once(digest, size, from, &dest, &verdict).await;
+            let corrupt = verdict.lock().map(|mut v| v.take()).unwrap_or_default();
+            match (outcome, corrupt) {
+                (Ok(()), _) => return Ok(()),
+                (Err(_), Some(why)) => {
+                    return Err(format!("{why} (from {}); not copied", from.describe()));
+                }
+                (Err(e), None) if e.is_transient() && backoff.again(&e.message).await => {}
+                (Err(e), None) => return Err(e.message),
+            }
+        }
+    }
+
+    /// Streams a blob into a registry, from another registry or from the archive.
+    async fn upload_once(
+        &self,
+        digest: &str,
+        size: u64,
+        from: &Location,
+        dest: &Reference,
+        verdict: &Arc<Mutex<Option<String>>>,
+    ) -> Result<(), Error> {
+        let (source, hash_here) = match from.reference(digest) {
+            // The registry client checks the digest as the bytes arrive.
+            Some(r) => (self.registry.blob_stream(&r, digest, size).await?, false),
+            None => (
+                file_stream(self.layout()?.blob_path(digest).map_err(fatal)?),
+                true,
+            ),
+        };
+        let guarded: BlobStream = Box::pin(Guarded {
+            inner: source,
+            hasher: hash_here.then(Sha256::new),
+            digest: digest.to_owned(),
+            size,
+            seen: 0,
+            held: None,
+            finished: false,
+            verdict: verdict.clone(),
+            progress: self.progress.clone(),
+        });
+        self.registry
+            .put_blob_stream(dest, digest, size, guarded)
+            .await
+    }
+
+    async fn put_manifests(&self, job: &Job, tree: &Tree) -> Result<(), Error> {
+        let Some((top, children)) = tree.manifests.split_last() else {
+            return Ok(());
+        };
+        match &job.to {
+            Location::Layout => {
+                let layout = self.layout()?;
+                for (_, body, _) in children {
+                    layout.write_blob(body).map_err(fatal)?;
+                }
+                layout
+                    .add_manifest(&top.1, &top.2, Some(&job.tag))
+                    .map_err(fatal)?;
+            }
+            to => {
+                for (digest, body, media_type) in children.iter().chain([top]) {
+                    let r = to.reference(digest).expect("a registry location");
+                    retry(|| self.registry.put_manifest(&r, body.clone(), media_type)).await?;
+                }
+                let r = to.reference(&job.tag).expect("a registry location");
+                retry(|| self.registry.put_manifest(&r, top.1.clone(), &top.2)).await?;
+            }
+        }
+        Ok(())
+    }
+}
+
+#[derive(Default)]
+struct Counts {
+    copied: usize,
+    reused: usize,
+    mounted: usize,
+}
+
+/// The archive's own files.
+fn fatal(message: String) -> Error {
+    Error::new(ErrorKind::Io, message)
+}
+
+/// A file's bytes in 1 MiB chunks, read on a blocking thread.
+fn file_stream(path: std::path::PathBuf) -> BlobStream {
+    let (tx, rx) = tokio::sync::mpsc::channel(4);
+    tokio::task::spawn_blocking(move || {
+        use std::io::Read;
+        let mut file = match std::fs::File::open(&path) {
+            Ok(f) => f,
+            Err(e) => {
+                let _ = tx.blocking_send(Err(e));
+                return;
+            }
+        };
+        loop {
+            let mut buf = vec![0u8; 1 << 20];
+            match file.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => {
+                    buf.truncate(n);
+                    if tx.blocking_send(Ok(Bytes::from(buf))).is_err() {
+                        break;
+                    }
+                }
+                Err(e) => {
+                    let _ = tx.blocking_send(Err(e));
+                    break;
+                }
+            }
+        }
+    });
+    Box::pin(tokio_stream::wrappers::ReceiverStream::new(rx))
+}
+
+/// Passes a blob's bytes on, holding the last chunk back until the whole blob is known to
+/// match its digest and size: a destination never receives a complete corrupt blob, so it
+/// cannot commit one. A mismatch is recorded in `verdict` (it is not worth a retry).
+struct Guarded {
+    inner: BlobStream,
+    /// None when the source stream verifies the digest itself.
+    hasher: Option<Sha256>,
+    digest: String,
+    size: u64,
+    seen: u64,
+    held: Option<Bytes>,
+    finished: bool,
+    verdict: Arc<Mutex<Option<String>>>,
+    progress: indicatif::ProgressBar,
+}
+
+impl Guarded {
+    fn condemn(&mut self, why: String) -> std::io::Error {
+        self.held = None;
+        self.finished = true;
+        if let Ok(mut v) = self.verdict.lock() {
+            *v = Some(why.clone());
+        }
+        std::io::Error::new(std::io::ErrorKind::InvalidData, why)
+    }
+}
+
+impl Stream for Guarded {
+    type Item = std::io::Result<Bytes>;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let this = self.get_mut();
+        if this.finished {
+            return Poll::Ready(this.held.take().map(Ok));
+        }
+        loop {
+            match ready!(this.inner.as_mut().poll_next(cx)) {
+                Some(Ok(chunk)) => {
+                    if let Some(h) = &mut this.hasher {
+                        h.update(&chunk);
+                    }
+                    this.seen += chunk.len() as u64;
+                    this.progress.inc(chunk.len() as u64);
+                    if let Some(previous) = this.held.replace(chunk) {
+                        return Poll::Ready(Some(Ok(previous)));
+                    }
+                }
+                Some(Err(e)) if is_digest_mismatch(&e) => {
+                    let why = format!("blob {} does not match its digest ({e})", this.digest);
+                    return Poll::Ready(Some(Err(this.condemn(why))));
+                }
+                Some(Err(e)) => {
+                    this.finished = true;
+                    this.held = None;
+                    return Poll::Ready(Some(Err(e)));
+                }
+                None => {
+                    if this.seen != this.size {
+                        let why = format!(
+                            "blob {} has {} bytes where its descriptor says {}",
+                            this.digest, this.seen, this.size
+                        );
+                        return Poll::Ready(Some(Err(this.condemn(why))));
+                    }
+                    if let Some(h) = this.hasher.take() {
+                        let actual = format!("sha256:{:x}", h.finalize());
+                        if actual != this.digest {
+                            let why = format!(
+                                "blob {} does not match its digest (content is {actual})",
+                                this.digest
+                            );
+                            return Poll::Ready(Some(Err(this.condemn(why))));
+                        }
+                    }
+                    this.finished = true;
+                    return Poll::Ready(this.held.take().map(Ok));
+                }
+            }
+        }
+    }
+}
+
+/// A byte counter for the whole copy (see [`crate::progress`]).
+fn progress_bar() -> indicatif::ProgressBar {
+    image::progress::bytes(
+        "{msg} {bar:30} {bytes}/{total_bytes} {bytes_per_sec} {elapsed}",
+        "mirroring".to_owned(),
+        0,
+    )
+}

@@ -1,0 +1,368 @@
+//! The mirror plan: every image to copy — the rebuilt catalogs, the bundle images, every
+//! relatedImage of the kept bundles, the additional images — each with the digest it was
+//! resolved to and where it goes below the destination, with blocked images set aside.
+//!
+//! Destinations follow oc-mirror v2: the source repository path below the destination root
+//! (`docker://REG/PREFIX/<source path>`), the source tag kept; an image named by digest only
+//! keeps its digest and is also tagged `sha256-<hex>` so that registries which collect
+//! untagged manifests keep it; a catalog goes to `targetCatalog` (else its source path) with
+//! `targetTag` (else its source tag, else `sha256-<hex of the rebuilt catalog>`).
+use super::config::{AdditionalImage, BlockedImage, Operators};
+use catalog::DeclarativeConfig;
+use image::{Registry, build_image, layout::Layout};
+use oci_client::Reference;
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[serde(rename_all = "camelCase")]
+pub enum ImageKind {
+    Bundle,
+    RelatedImage,
+    AdditionalImage,
+    /// A catalog rebuilt from its filtered FBC (copied last, after everything it names).
+    Catalog,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct PlannedImage {
+    /// The image as the catalog or configuration names it.
+    pub source: String,
+    pub kind: ImageKind,
+    /// The manifest digest copied (for a catalog: of the rebuilt image).
+    pub digest: String,
+    /// The repository path below the destination root.
+    pub repository: String,
+    /// The destination tag.
+    pub tag: String,
+    /// The source named a digest only: clusters pull it by digest (IDMS), else by tag (ITMS).
+    pub by_digest: bool,
+}
+
+impl PlannedImage {
+    /// The full destination reference below `root` (`REG/PREFIX`), as clusters will pull it.
+    pub fn destination(&self, root: &str) -> String {
+        let at = if self.by_digest {
+            format!("@{}", self.digest)
+        } else {
+            format!(":{}", self.tag)
+        };
+        format!("{}/{}{at}", root.trim_end_matches('/'), self.repository)
+    }
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub struct Blocked {
+    pub image: String,
+    /// The blockedImages pattern that matched.
+    pub pattern: String,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq)]
+pub struct Plan {
+    pub images: Vec<PlannedImage>,
+    #[serde(default)]
+    pub blocked: Vec<Blocked>,
+}
+
+impl Plan {
+    /// The plan as `--dry-run` shows it: one line per image, source → destination.
+    pub fn render(&self, root: &str) -> String {
+        let mut out = format!("{} images to mirror:\n", self.images.len());
+        for i in &self.images {
+            out.push_str(&format!(
+                "  {:<16} {} ({}) -> {}\n",
+                kind_name(i.kind),
+                i.source,
+                i.digest,
+                i.destination(root)
+            ));
+        }
+        for b in &self.blocked {
+            out.push_str(&format!(
+                "  blocked          {} (matches blockedImages {:?})\n",
+                b.image, b.pattern
+            ));
+        }
+        out
+    }
+}
+
+pub fn kind_name(kind: ImageKind) -> &'static str {
+    match kind {
+        ImageKind::Bundle => "bundle",
+        ImageKind::RelatedImage => "relatedImage",
+        ImageKind::AdditionalImage => "additionalImage",
+        ImageKind::Catalog => "catalog",
+    }
+}
+
+/// An image wanted before its digest is known.
+#[derive(Clone, Debug)]
+pub struct Wanted {
+    pub source: String,
+    pub kind: ImageKind,
+    pub target_repo: Option<String>,
+    pub target_tag: Option<String>,
+}
+
+/// The bundle images and every relatedImage of a (filtered) catalog, each once, in catalog
+/// order; a bundle image listed again as a relatedImage stays a bundle.
+pub fn catalog_images(fbc: &DeclarativeConfig) -> Vec<Wanted> {
+    let mut seen = BTreeSet::new();
+    let mut out = Vec::new();
+    let mut add = |image: &str, kind| {
+        if !image.is_empty() && seen.insert(image.to_owned()) {
+            out.push(Wanted {
+                source: image.to_owned(),
+                kind,
+                target_repo: None,
+                target_tag: None,
+            });
+        }
+    };
+    for b in &fbc.bundles {
+        add(&b.image, ImageKind::Bundle);
+    }
+    for b in &fbc.bundles {
+        for r in &b.related_images {
+            add(&r.image, ImageKind::RelatedImage);
+        }
+    }
+    out
+}
+
+pub fn additional_images(images: &[AdditionalImage]) -> Vec<Wanted> {
+    images
+        .iter()
+        .map(|a| Wanted {
+            source: a.name.clone(),
+            kind: ImageKind::AdditionalImage,
+            target_repo: a.target_repo.clone(),
+            target_tag: a.target_tag.clone(),
+        })
+        .collect()
+}
+
+/// Splits off the images a blockedImages pattern matches (against the whole reference).
+pub fn block(wanted: Vec<Wanted>, patterns: &[BlockedImage]) -> (Vec<Wanted>, Vec<Blocked>) {
+    let compiled: Vec<(regex::Regex, &str)> = patterns
+        .iter()
+        .filter_map(|p| Some((regex::Regex::new(&p.name).ok()?, p.name.as_str())))
+        .collect();
+    let mut kept = Vec::new();
+    let mut blocked = Vec::new();
+    for w in wanted {
+        match compiled.iter().find(|(re, _)| re.is_match(&w.source)) {
+            Some((_, pattern)) => blocked.push(Blocked {
+                image: w.source,
+                pattern: (*pattern).to_owned(),
+            }),
+            None => kept.push(w),
+        }
+    }
+    (kept, blocked)
+}
+
+pub fn parse_reference(image: &str) -> Result<Reference, String> {
+    image
+        .strip_prefix("docker://")
+        .unwrap_or(image)
+        .parse::<Reference>()
+        .map_err(|e| format!("invalid image reference {image:?}: {e}"))
+}
+
+/// Resolves every tag to the digest it names now (a few requests at a time) and places each
+/// image below the destination. Images are deduplicated by reference, first kind wins.
+pub async fn resolve(
+    registry: Arc<Registry>,
+    wanted: Vec<Wanted>,
+    parallel: usize,
+) -> Result<Vec<PlannedImage>, String> {
+    let mut unique = Vec::new();
+    let mut seen = BTreeSet::new();
+    for w in wanted {
+        if seen.insert(w.source.clone()) {
+            unique.push(w);
+        }
+    }
+    let limit = Arc::new(tokio::sync::Semaphore::new(parallel.max(1)));
+    let mut tasks = tokio::task::JoinSet::new();
+    for (index, w) in unique.into_iter().enumerate() {
+        let (registry, limit) = (registry.clone(), limit.clone());
+        tasks.spawn(async move {
+            let _permit = limit.acquire_owned().await;
+            (index, place(&registry, w).await)
+        });
+    }
+    let mut placed = BTreeMap::new();
+    let mut problems = Vec::new();
+    while let Some(done) = tasks.join_next().await {
+        match done.map_err(|e| e.to_string())? {
+            (index, Ok(image)) => {
+                placed.insert(index, image);
+            }
+            (_, Err(e)) => problems.push(e),
+        }
+    }
+    if !problems.is_empty() {
+        problems.sort();
+        return Err(problems.join("\n"));
+    }
+    Ok(placed.into_values().collect())
+}
+
+async fn place(registry: &Registry, w: Wanted) -> Result<PlannedImage, String> {
+    let r = parse_reference(&w.source)?;
+    let digest = match r.digest() {
+        Some(d) => d.to_owned(),
+        None => {
+            let mut last = None;
+            // A tag lookup is one small request: retry it like any other transient failure.
+            for attempt in 0..3u32 {
+                match registry.resolve_digest(&r).await {
+                    Ok(d) => {
+                        last = Some(Ok(d));
+                        break;
+                    }
+                    Err(e) if e.is_transient() && attempt < 2 => {
+                        tokio::time::sleep(std::time::Duration::from_millis(200 << attempt)).await
+                    }
+                    Err(e) => {
+                        last = Some(Err(e.message));
+                        break;
+                    }
+                }
+            }
+            last.unwrap_or_else(|| Err(format!("resolve {}: no answer", w.source)))?
+        }
+    };
+    let by_digest = r.digest().is_some() && !has_tag(&w.source);
+    let tag = match (&w.target_tag, r.tag()) {
+        (Some(t), _) => t.clone(),
+        (None, Some(t)) if has_tag(&w.source) => t.to_owned(),
+        _ => digest_tag(&digest),
+    };
+    Ok(PlannedImage {
+        repository: w
+            .target_repo
+            .clone()
+            .unwrap_or_else(|| r.repository().to_owned()),
+        tag,
+        by_digest: by_digest && w.target_tag.is_none(),
+        digest,
+        source: w.source,
+        kind: w.kind,
+    })
+}
+
+/// Whether a reference names a tag itself (the parser fills in `latest` when it has none).
+fn has_tag(image: &str) -> bool {
+    let name = image.split('@').next().unwrap_or(image);
+    let last = name.rsplit('/').next().unwrap_or(name);
+    last.contains(':')
+}
+
+/// The tag oc-mirror v2 gives an image that has only a digest: `sha256-<hex>`.
+pub fn digest_tag(digest: &str) -> String {
+    digest.replacen(':', "-", 1)
+}
+
+/// Rebuilds a catalog image from its filtered FBC (as `build catalog` does) into `staging`
+/// and places it: `targetCatalog` or the source path, `targetTag` or the source tag or
+/// `sha256-<hex>` of the rebuilt image.
+pub fn rebuild_catalog(
+    op: &Operators,
+    filtered: &DeclarativeConfig,
+    staging: &Layout,
+) -> Result<PlannedImage, String> {
+    let source = parse_reference(&op.catalog)?;
+    let dir = tempfile::tempdir().map_err(|e| format!("a directory for the catalog: {e}"))?;
+    let file = dir.path().join("catalog.json");
+    let mut out = Vec::new();
+    catalog::write::write_json(filtered, &mut out)
+        .map_err(|e| format!("writing the filtered catalog: {e}"))?;
+    std::fs::write(&file, out).map_err(|e| format!("{}: {e}", file.display()))?;
+    let labels = BTreeMap::from([(image::LABEL_FBC.to_owned(), "/configs".to_owned())]);
+    let built = build_image(&[(dir.path(), "/configs")], &labels)?;
+    staging.write_blob(&built.config)?;
+    staging.write_blob(&built.layer)?;
+    let digest = staging.write_blob(&built.manifest)?;
+    let tag = match (&op.target_tag, source.tag()) {
+        (Some(t), _) => t.clone(),
+        (None, Some(t)) if has_tag(&op.catalog) => t.to_owned(),
+        _ => digest_tag(&digest),
+    };
+    Ok(PlannedImage {
+        source: op.catalog.clone(),
+        kind: ImageKind::Catalog,
+        repository: op
+            .target_catalog
+            .clone()
+            .unwrap_or_else(|| source.repository().to_owned()),
+        tag,
+        by_digest: false,
+        digest,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn destinations_follow_oc_mirror() {
+        let d = "sha256:0123456789012345678901234567890123456789012345678901234567890123";
+        let image = |source: &str, tag: &str, by_digest| PlannedImage {
+            source: source.into(),
+            kind: ImageKind::RelatedImage,
+            digest: d.into(),
+            repository: parse_reference(source).unwrap().repository().into(),
+            tag: tag.into(),
+            by_digest,
+        };
+        assert_eq!(
+            image("quay.io/ns/op:v1", "v1", false).destination("mirror.example:5000/pfx/"),
+            "mirror.example:5000/pfx/ns/op:v1"
+        );
+        assert_eq!(
+            image(&format!("quay.io/ns/op@{d}"), &digest_tag(d), true).destination("m:5000"),
+            format!("m:5000/ns/op@{d}")
+        );
+        assert_eq!(digest_tag(d), format!("sha256-{}", &d[7..]));
+        assert!(has_tag("127.0.0.1:5000/ns/op:v1"));
+        assert!(!has_tag("127.0.0.1:5000/ns/op"));
+        assert!(!has_tag(&format!("127.0.0.1:5000/ns/op@{d}")));
+        assert!(has_tag(&format!("quay.io/ns/op:v2@{d}")));
+    }
+
+    #[test]
+    fn blocked_images_are_set_aside_with_their_pattern() {
+        let wanted = |s: &str| Wanted {
+            source: s.into(),
+            kind: ImageKind::RelatedImage,
+            target_repo: None,
+            target_tag: None,
+        };
+        let (kept, blocked) = block(
+            vec![
+                wanted("quay.io/ns/keep:v1"),
+                wanted("quay.io/unwanted/x:v1"),
+            ],
+            &[BlockedImage {
+                name: ".*/unwanted/.*".into(),
+            }],
+        );
+        assert_eq!(kept.len(), 1);
+        assert_eq!(kept[0].source, "quay.io/ns/keep:v1");
+        assert_eq!(
+            blocked,
+            vec![Blocked {
+                image: "quay.io/unwanted/x:v1".into(),
+                pattern: ".*/unwanted/.*".into()
+            }]
+        );
+    }
+}

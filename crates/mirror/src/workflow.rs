@@ -1,0 +1,246 @@
+//! The three oc-mirror v2 workflows, from options to a finished copy:
+//!
+//!   -c isc.yaml --to docker://REG/PREFIX          mirror to mirror
+//!   -c isc.yaml --to file://DIR                   mirror to disk
+//!   --from file://DIR --to docker://REG/PREFIX    disk to mirror (no source access)
+//!
+//! Each catalog is acquired through [`source`], filtered, rebuilt and planned; the
+//! plan's images are copied and the target's resources written.
+use super::config::ImageSetConfiguration;
+use super::copy::{Copier, Job, Location, Summary};
+use super::plan::{self, ImageKind, Plan};
+use super::{archive, outputs};
+use catalog::walk::load_dir;
+use image::layout::Layout;
+use image::{ClientOptions, Registry};
+use source::image::fetch_as_fbc;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// What to mirror where (the `mirror` command's flags).
+pub struct Options {
+    /// The ImageSetConfiguration (needed unless `from` names an archive).
+    pub config: Option<PathBuf>,
+    /// docker://REGISTRY[/PREFIX] or file://DIR.
+    pub to: String,
+    /// An archive (file://DIR) of an earlier run to disk.
+    pub from: Option<String>,
+    /// Where the cluster resources and the mapping file go (default: the current directory).
+    pub workspace: Option<String>,
+    /// Blobs copied at the same time.
+    pub parallel: usize,
+    /// Print what the filters keep and the plan; copy nothing.
+    pub dry_run: bool,
+    /// A legacy ImageContentSourcePolicy instead of ImageDigestMirrorSet/ImageTagMirrorSet.
+    pub icsp: bool,
+}
+
+enum Target {
+    Registry {
+        root: String,
+        registry: String,
+        prefix: String,
+    },
+    Disk(PathBuf),
+}
+
+fn parse_target(to: &str) -> Result<Target, String> {
+    if let Some(dir) = to.strip_prefix("file://") {
+        if dir.is_empty() {
+            return Err(format!("--to {to:?}: file:// needs a directory"));
+        }
+        return Ok(Target::Disk(PathBuf::from(dir)));
+    }
+    let Some(rest) = to.strip_prefix("docker://") else {
+        return Err(format!(
+            "--to {to:?}: expected docker://REGISTRY[/PREFIX] or file://DIR"
+        ));
+    };
+    let rest = rest.trim_end_matches('/');
+    let (registry, prefix) = rest.split_once('/').unwrap_or((rest, ""));
+    if registry.is_empty() {
+        return Err(format!("--to {to:?}: no registry named"));
+    }
+    Ok(Target::Registry {
+        root: rest.to_owned(),
+        registry: registry.to_owned(),
+        prefix: prefix.to_owned(),
+    })
+}
+
+/// Mirrors as `args` say, reaching registries with `client`.
+pub fn run(args: &Options, client: &ClientOptions) -> Result<(), String> {
+    let target = parse_target(&args.to)?;
+    let workspace = PathBuf::from(
+        args.workspace
+            .as_deref()
+            .map(|w| w.strip_prefix("file://").unwrap_or(w))
+            .unwrap_or("."),
+    );
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("starting the runtime: {e}"))?;
+    let registry = Arc::new(Registry::new(client).map_err(|e| e.to_string())?);
+    match (&args.from, &target) {
+        (Some(from), Target::Registry { .. }) => {
+            let dir = from.strip_prefix("file://").ok_or_else(|| {
+                format!(
+                    "--from {from:?}: expected file://DIR (an archive of `mirror --to file://DIR`)"
+                )
+            })?;
+            let (layout, plan) = archive::open(Path::new(dir))?;
+            runtime.block_on(deliver(args, registry, layout, plan, &target, &workspace))
+        }
+        (Some(from), Target::Disk(_)) => Err(format!(
+            "--from {from:?} --to {:?}: an archive goes to a registry (docker://…)",
+            args.to
+        )),
+        (None, _) => {
+            let path = args
+                .config
+                .as_ref()
+                .ok_or("--config is required (unless --from names an archive)")?;
+            let text =
+                std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+            let config = ImageSetConfiguration::parse(&path.display().to_string(), &text)?;
+            // Rebuilt catalogs are staged in the archive itself, or in a private layout.
+            let staging_dir =
+                tempfile::tempdir().map_err(|e| format!("a staging directory: {e}"))?;
+            let layout = match &target {
+                Target::Disk(dir) => archive::create(dir)?,
+                Target::Registry { .. } => Layout::create(staging_dir.path())?,
+            };
+            let plan = runtime.block_on(make_plan(args, &config, &registry, &layout))?;
+            runtime.block_on(deliver(args, registry, layout, plan, &target, &workspace))
+        }
+    }
+}
+
+/// Fetches and filters every catalog, rebuilds it into `staging`, and resolves every image.
+async fn make_plan(
+    args: &Options,
+    config: &ImageSetConfiguration,
+    registry: &Arc<Registry>,
+    staging: &Layout,
+) -> Result<Plan, String> {
+    let mut wanted = Vec::new();
+    let mut catalogs = Vec::new();
+    for op in &config.mirror.operators {
+        let unpacked = fetch_as_fbc(registry, &op.catalog)
+            .await
+            .map_err(|e| e.to_string())?;
+        let fbc = load_dir(&unpacked.root).map_err(|errors| {
+            let lines: Vec<String> = errors.iter().map(|e| e.to_string()).collect();
+            format!("catalog {}:\n  {}", op.catalog, lines.join("\n  "))
+        })?;
+        let filtered = filter_catalog(&fbc, op)?;
+        if args.dry_run {
+            println!("catalog {}:\n{}", op.catalog, filtered.1);
+        }
+        catalogs.push(plan::rebuild_catalog(op, &filtered.0, staging)?);
+        wanted.extend(plan::catalog_images(&filtered.0));
+    }
+    wanted.extend(plan::additional_images(&config.mirror.additional_images));
+    let (kept, blocked) = plan::block(wanted, &config.mirror.blocked_images);
+    let mut images = plan::resolve(registry.clone(), kept, args.parallel.max(4)).await?;
+    images.extend(catalogs);
+    Ok(Plan { images, blocked })
+}
+
+/// The filtered catalog and the report that explains it.
+fn filter_catalog(
+    fbc: &catalog::DeclarativeConfig,
+    op: &super::config::Operators,
+) -> Result<(catalog::DeclarativeConfig, String), String> {
+    let filtered = super::filter::filter(fbc, op).map_err(|e| e.to_string())?;
+    Ok((filtered.config, filtered.report.render()))
+}
+
+/// Copies the plan's images to the target and writes what the target needs.
+async fn deliver(
+    args: &Options,
+    registry: Arc<Registry>,
+    layout: Layout,
+    plan: Plan,
+    target: &Target,
+    workspace: &Path,
+) -> Result<(), String> {
+    let root = match target {
+        Target::Registry { root, .. } => root.clone(),
+        Target::Disk(dir) => format!("file://{}", dir.display()),
+    };
+    for b in &plan.blocked {
+        eprintln!(
+            "blocked: {} (matches blockedImages {:?}); not mirrored",
+            b.image, b.pattern
+        );
+    }
+    if args.dry_run {
+        print!("{}", plan.render(&root));
+        return Ok(());
+    }
+    let jobs = plan
+        .images
+        .iter()
+        .map(|image| {
+            let from = match (&args.from, image.kind) {
+                (Some(_), _) | (None, ImageKind::Catalog) => Location::Layout,
+                (None, _) => {
+                    let r = plan::parse_reference(&image.source)?;
+                    Location::Registry {
+                        registry: r.registry().to_owned(),
+                        repository: r.repository().to_owned(),
+                    }
+                }
+            };
+            let (to, tag) = match target {
+                Target::Registry {
+                    registry, prefix, ..
+                } => (
+                    Location::Registry {
+                        registry: registry.clone(),
+                        repository: if prefix.is_empty() {
+                            image.repository.clone()
+                        } else {
+                            format!("{prefix}/{}", image.repository)
+                        },
+                    },
+                    image.tag.clone(),
+                ),
+                Target::Disk(_) => (
+                    Location::Layout,
+                    archive::ref_name(&image.repository, &image.tag),
+                ),
+            };
+            Ok(Job {
+                name: image.source.clone(),
+                from,
+                to,
+                digest: image.digest.clone(),
+                tag,
+                last: image.kind == ImageKind::Catalog,
+            })
+        })
+        .collect::<Result<Vec<_>, String>>()?;
+    let copier = Arc::new(Copier::new(registry, Some(Arc::new(layout)), args.parallel));
+    let summary: Summary = copier.run(jobs).await;
+    println!("{summary}");
+    if !summary.failures.is_empty() {
+        return Err(format!(
+            "{} of {} images were not mirrored (a rerun copies only what is missing):\n  {}",
+            summary.failures.len(),
+            plan.images.len(),
+            summary.failures.join("\n  ")
+        ));
+    }
+    match target {
+        Target::Disk(dir) => archive::write_plan(dir, &plan)?,
+        Target::Registry { root, .. } => {
+            for file in outputs::write_all(&plan, root, workspace, args.icsp)? {
+                eprintln!("wrote {}", file.display());
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,153 @@
+//! Ordering the entries of one channel by their replacement chain (resolution spec §2.4).
+use std::collections::{HashMap, HashSet};
+
+use catalog::types::ChannelEntry;
+
+/// What chain sorting reads from an entry: its name and its upgrade edges.
+#[derive(Clone, Copy)]
+pub struct Links<'a> {
+    pub name: &'a str,
+    pub replaces: &'a str,
+    pub skips: &'a [String],
+}
+
+impl<'a> From<&'a ChannelEntry> for Links<'a> {
+    fn from(e: &'a ChannelEntry) -> Self {
+        Links {
+            name: &e.name,
+            replaces: &e.replaces,
+            skips: &e.skips,
+        }
+    }
+}
+
+/// The channel's chain, head first, as indices into `entries`. Skipped entries and entries
+/// off the chain are dropped; zero heads, several heads and cycles are errors.
+pub fn sort_channel(
+    package: &str,
+    channel: &str,
+    entries: &[Links<'_>],
+) -> Result<Vec<usize>, String> {
+    if entries.is_empty() {
+        return Ok(Vec::new());
+    }
+    let by_name: HashMap<&str, usize> = entries
+        .iter()
+        .enumerate()
+        .map(|(i, e)| (e.name, i))
+        .collect();
+    let mut replaced = vec![false; entries.len()];
+    let mut skipped = vec![false; entries.len()];
+    for e in entries {
+        if let Some(&i) = by_name.get(e.replaces) {
+            replaced[i] = true;
+        }
+        for s in e.skips {
+            if let Some(&i) = by_name.get(s.as_str()) {
+                replaced[i] = true;
+                skipped[i] = true;
+            }
+        }
+    }
+    let heads: Vec<usize> = (0..entries.len()).filter(|&i| !replaced[i]).collect();
+    if heads.is_empty() {
+        return Err(format!(
+            "no channel heads (entries not replaced by another entry) found in channel {channel:?} of package {package:?}"
+        ));
+    }
+    let mut chains = Vec::with_capacity(heads.len());
+    for &head in &heads {
+        let mut chain = vec![head];
+        let mut seen = HashSet::from([head]);
+        let mut current = head;
+        while let Some(&next) = by_name.get(entries[current].replaces) {
+            if !seen.insert(next) {
+                return Err(format!(
+                    "a cycle exists in the chain of replacement beginning with {:?} in channel {channel:?} of package {package:?}",
+                    entries[head].name
+                ));
+            }
+            chain.push(next);
+            current = next;
+        }
+        chains.push(chain);
+    }
+    if let [chain] = chains.as_slice() {
+        return Ok(chain.iter().copied().filter(|&i| !skipped[i]).collect());
+    }
+    let listed: Vec<String> = chains
+        .iter()
+        .map(|c| match c.as_slice() {
+            [only] => entries[*only].name.to_owned(),
+            [first, .., last] => format!("{}...{}", entries[*first].name, entries[*last].name),
+            [] => String::new(),
+        })
+        .collect();
+    Err(format!(
+        "a unique replacement chain within a channel is required to determine the relative order between channel entries, but {} replacement chains were found in channel {channel:?} of package {package:?}: {}",
+        chains.len(),
+        listed.join(", ")
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sorted(entries: &[ChannelEntry]) -> Result<Vec<&str>, String> {
+        let links: Vec<Links> = entries.iter().map(Links::from).collect();
+        sort_channel("package", "channel", &links)
+            .map(|order| order.iter().map(|&i| entries[i].name.as_str()).collect())
+    }
+
+    #[test]
+    fn chains_drop_skipped_and_off_chain_entries() {
+        assert_eq!(
+            sorted(&[
+                ChannelEntry::linked("b", "", &[]),
+                ChannelEntry::linked("a", "b", &[])
+            ]),
+            Ok(vec!["a", "b"])
+        );
+        assert_eq!(sorted(&[]), Ok(vec![]));
+        assert_eq!(
+            sorted(&[
+                ChannelEntry::linked("a", "b", &["b"]),
+                ChannelEntry::linked("b", "", &[])
+            ]),
+            Ok(vec!["a"])
+        );
+        assert_eq!(
+            sorted(&[
+                ChannelEntry::linked("a", "b", &["c"]),
+                ChannelEntry::linked("b", "c", &[]),
+                ChannelEntry::linked("c", "", &[])
+            ]),
+            Ok(vec!["a", "b"])
+        );
+        // `x` is reachable only through a skip, so it is dropped too.
+        assert_eq!(
+            sorted(&[
+                ChannelEntry::linked("a", "virtual", &["x"]),
+                ChannelEntry::linked("x", "", &[])
+            ]),
+            Ok(vec!["a"])
+        );
+    }
+
+    #[test]
+    fn ordering_errors() {
+        assert_eq!(
+            sorted(&[ChannelEntry::linked("a", "b", &[]), ChannelEntry::linked("b", "a", &[])]),
+            Err(r#"no channel heads (entries not replaced by another entry) found in channel "channel" of package "package""#.into())
+        );
+        assert_eq!(
+            sorted(&[ChannelEntry::linked("a", "b", &[]), ChannelEntry::linked("b", "c", &[]), ChannelEntry::linked("c", "b", &[])]),
+            Err(r#"a cycle exists in the chain of replacement beginning with "a" in channel "channel" of package "package""#.into())
+        );
+        assert_eq!(
+            sorted(&[ChannelEntry::linked("a", "", &[]), ChannelEntry::linked("b", "c", &[]), ChannelEntry::linked("c", "", &[])]),
+            Err(r#"a unique replacement chain within a channel is required to determine the relative order between channel entries, but 2 replacement chains were found in channel "channel" of package "package": a, b...c"#.into())
+        );
+    }
+}

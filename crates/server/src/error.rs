@@ -1,0 +1,22 @@
+//! Why a server stopped with a failure, by its cause: the catalog that would not load, the
+//! server's own set-up, or its transport.
+use store::cache::CacheError;
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The index could not be opened or built, or read once open.
+    #[error(transparent)]
+    Catalog(#[from] CacheError),
+    /// The catalog's input could not be acquired (an image that could not be pulled).
+    #[error(transparent)]
+    Source(#[from] source::Error),
+    /// The reflection service could not be built from the descriptors.
+    #[error("reflection: {0}")]
+    Reflection(#[from] tonic_reflection::server::Error),
+    /// The gRPC transport failed while serving.
+    #[error(transparent)]
+    Transport(#[from] tonic::transport::Error),
+    /// A task of the server ended without its result (it panicked).
+    #[error("{0}")]
+    Task(String),
+}

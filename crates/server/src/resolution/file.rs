@@ -1,0 +1,51 @@
+//! A request file, as the `resolve` command takes it: read, checked, its catalogs loaded
+//! (directories relative to the file), and resolved.
+use std::path::Path;
+use std::time::Duration;
+
+use super::load::{Sources, load_catalogs, remote_catalog};
+use image::ClientOptions;
+use resolve::service::{Error, Outcome, Request, resolve_request};
+use source::{RemoteCatalogs, RemoteLimits};
+
+/// The resolution of the request in the file at `path`, images pulled with `images`.
+/// Catalog servers are read and images pulled on a runtime of one worker; the resolution
+/// runs outside it, where the manifests of catalog servers are fetched on demand.
+pub fn resolve_file(path: &Path, images: &ClientOptions) -> Result<Outcome, Error> {
+    let req = read_request(path).map_err(Error::InvalidRequest)?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .map_err(|e| Error::Internal(format!("starting the runtime: {e}")))?;
+    let remote = RemoteCatalogs::new(Duration::MAX, RemoteLimits::default(), remote_catalog);
+    let sources = Sources {
+        base: path.parent().unwrap_or(Path::new(".")),
+        images: Some(images),
+        remote: &remote,
+    };
+    // Every catalog has a directory, image or address (checked by read_request).
+    let own = async || Err(Error::Internal("no catalog of a server here".into()));
+    let catalogs = runtime.block_on(load_catalogs(&req, &sources, own))?;
+    resolve_request(&req, &catalogs)
+}
+
+/// JSON is YAML, so one parser reads both; its errors name the field path and line.
+fn read_request(path: &Path) -> Result<Request, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("reading: {e}"))?;
+    let req: Request = serde_yaml::from_str(&text).map_err(|e| e.to_string())?;
+    req.validate()?;
+    for (i, c) in req.catalogs.iter().enumerate() {
+        let given = [&c.directory, &c.image, &c.address]
+            .iter()
+            .filter(|s| s.is_some())
+            .count();
+        if given != 1 {
+            return Err(format!(
+                "catalogs[{i}] ({}): exactly one of directory, image and address is required",
+                c.name
+            ));
+        }
+    }
+    Ok(req)
+}

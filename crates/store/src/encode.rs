@@ -1,0 +1,178 @@
+//! How responses are laid out in the index, and put back together.
+//!
+//! An `api.Bundle` is stored in pieces, each a valid protobuf encoding of some of its fields:
+//! protobuf lets encodings of disjoint fields be concatenated into one message, so a response
+//! is assembled by appending byte slices — nothing is decoded or re-encoded while serving.
+//! The pieces are split so that nothing large is stored twice: the manifests once per bundle
+//! (not per channel), the CSV text once (csvJson points into the `object` list).
+use bytes::{BufMut, Bytes, BytesMut};
+use prost::Message;
+use prost::encoding::{WireType, encode_key, encode_varint, encoded_len_varint};
+
+/// api.Bundle field numbers used when assembling by hand.
+const CSV_JSON: u32 = 4;
+const OBJECT: u32 = 5;
+
+/// The stored pieces of one per-channel bundle, borrowed from a result row.
+pub struct BundleParts<'a> {
+    /// Every field that is the same in all channels: names, image, APIs, properties,
+    /// dependencies, version, deprecation.
+    pub common: &'a [u8],
+    /// The encoded `object` fields (empty when not fetched).
+    pub objects: &'a [u8],
+    /// Where the CSV's text sits inside `objects`, when the CSV is one of them.
+    pub csv_range: Option<(usize, usize)>,
+    /// A CSV synthesised from `olm.csv.metadata`, when the bundle ships no CSV object.
+    pub csv_synth: Option<&'a [u8]>,
+    /// channelName and skipRange.
+    pub tail: &'a [u8],
+    /// replaces and skips.
+    pub edges: &'a [u8],
+}
+
+/// Puts a bundle back together. Point lookups leave out `edges` (upstream trims replaces and
+/// skips there); ListBundles leaves out manifests of bundles that have an image.
+pub fn assemble_bundle(p: &BundleParts<'_>, with_edges: bool, with_manifests: bool) -> Bytes {
+    let mut out = BytesMut::with_capacity(
+        p.common.len()
+            + p.tail.len()
+            + p.edges.len()
+            + if with_manifests {
+                p.objects.len() * 2
+            } else {
+                0
+            },
+    );
+    out.put_slice(p.common);
+    if with_manifests {
+        let csv = match (p.csv_range, p.csv_synth) {
+            (Some((start, len)), _) => p.objects.get(start..start + len),
+            (None, Some(synth)) => Some(synth),
+            (None, None) => None,
+        };
+        if let Some(csv) = csv {
+            put_bytes_field(&mut out, CSV_JSON, csv);
+            // A bundle known only through olm.csv.metadata serves its CSV as its one object.
+            if p.objects.is_empty() {
+                put_bytes_field(&mut out, OBJECT, csv);
+            }
+        }
+        out.put_slice(p.objects);
+    }
+    out.put_slice(p.tail);
+    if with_edges {
+        out.put_slice(p.edges);
+    }
+    out.freeze()
+}
+
+fn put_bytes_field(out: &mut BytesMut, field: u32, data: &[u8]) {
+    encode_key(field, WireType::LengthDelimited, out);
+    encode_varint(data.len() as u64, out);
+    out.put_slice(data);
+}
+
+/// Encodes the `object` fields and returns where the object at `csv_index` has its text.
+pub fn encode_objects(
+    objects: &[String],
+    csv_index: Option<usize>,
+) -> (Vec<u8>, Option<(usize, usize)>) {
+    let total: usize = objects
+        .iter()
+        .map(|o| 1 + encoded_len_varint(o.len() as u64) + o.len())
+        .sum();
+    let mut out = Vec::with_capacity(total);
+    let mut csv_range = None;
+    for (i, object) in objects.iter().enumerate() {
+        encode_key(OBJECT, WireType::LengthDelimited, &mut out);
+        encode_varint(object.len() as u64, &mut out);
+        if Some(i) == csv_index {
+            csv_range = Some((out.len(), object.len()));
+        }
+        out.extend_from_slice(object.as_bytes());
+    }
+    (out, csv_range)
+}
+
+pub fn encode_tail(channel: &str, skip_range: &str) -> Vec<u8> {
+    api::Bundle {
+        channel_name: channel.to_owned(),
+        skip_range: skip_range.to_owned(),
+        ..Default::default()
+    }
+    .encode_to_vec()
+}
+
+pub fn encode_edges(replaces: &str, skips: &[String]) -> Vec<u8> {
+    api::Bundle {
+        replaces: replaces.to_owned(),
+        skips: skips.to_vec(),
+        ..Default::default()
+    }
+    .encode_to_vec()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn decode(b: &[u8]) -> api::Bundle {
+        api::Bundle::decode(b).unwrap()
+    }
+
+    #[test]
+    fn assembled_pieces_decode_as_one_bundle() {
+        let common = api::Bundle {
+            csv_name: "foo.v1".into(),
+            package_name: "foo".into(),
+            version: "1.0.0".into(),
+            ..Default::default()
+        }
+        .encode_to_vec();
+        let objects = vec![
+            "{\"kind\":\"CustomResourceDefinition\"}".to_string(),
+            "{\"kind\":\"ClusterServiceVersion\"}".to_string(),
+        ];
+        let (encoded, csv_range) = encode_objects(&objects, Some(1));
+        let tail = encode_tail("stable", ">=0.1.0 <1.0.0");
+        let edges = encode_edges("foo.v0", &["foo.v0.5".to_string()]);
+        let parts = BundleParts {
+            common: &common,
+            objects: &encoded,
+            csv_range,
+            csv_synth: None,
+            tail: &tail,
+            edges: &edges,
+        };
+
+        let point = decode(&assemble_bundle(&parts, false, true));
+        assert_eq!(point.csv_name, "foo.v1");
+        assert_eq!(point.channel_name, "stable");
+        assert_eq!(point.skip_range, ">=0.1.0 <1.0.0");
+        assert_eq!(point.csv_json, objects[1]);
+        assert_eq!(point.object, objects);
+        assert_eq!(point.replaces, "");
+        assert!(point.skips.is_empty());
+
+        let listed = decode(&assemble_bundle(&parts, true, false));
+        assert_eq!(listed.csv_json, "");
+        assert!(listed.object.is_empty());
+        assert_eq!(listed.replaces, "foo.v0");
+        assert_eq!(listed.skips, ["foo.v0.5"]);
+    }
+
+    #[test]
+    fn synthesised_csv_becomes_the_only_object_when_there_are_none() {
+        let parts = BundleParts {
+            common: &[],
+            objects: &[],
+            csv_range: None,
+            csv_synth: Some(b"{\"kind\":\"ClusterServiceVersion\"}"),
+            tail: &[],
+            edges: &[],
+        };
+        let b = decode(&assemble_bundle(&parts, false, true));
+        assert_eq!(b.csv_json, "{\"kind\":\"ClusterServiceVersion\"}");
+        assert_eq!(b.object, std::slice::from_ref(&b.csv_json));
+    }
+}
