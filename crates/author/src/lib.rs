@@ -3,7 +3,7 @@
 //! from references is the caller's business.
 pub mod diff;
 pub mod mermaid;
-pub mod semver_template;
+mod semver_template;
 pub mod svg;
 pub mod template;
 

@@ -11,10 +11,10 @@
 //!   input kinds apart is [`source::disk`]'s).
 pub mod content;
 pub mod csv;
-pub mod dependencies;
+mod dependencies;
 pub mod dir;
 pub mod manifests;
-pub mod metadata;
+mod metadata;
 pub mod migrate;
 pub mod package_manifests;
 pub mod render;

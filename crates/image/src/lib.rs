@@ -2,16 +2,16 @@
 //! directories, safe layer unpacking, and building images without a container engine.
 //! Depends on nothing else in this crate.
 mod auth;
-pub mod create;
+mod create;
 mod download;
 mod error;
 pub mod layout;
 mod manifest;
 pub mod progress;
-pub mod reference;
+mod reference;
 pub mod registry;
 pub mod remote;
-pub mod unpack;
+mod unpack;
 
 pub use create::{BuiltImage, build_image};
 pub use error::{Error, ErrorKind};

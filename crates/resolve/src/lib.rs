@@ -11,12 +11,12 @@
 //! - [`safety`]: OLM's install rules checked against the cluster's state (CRD versions,
 //!   OperatorGroups, maxOpenShiftVersion);
 //! - [`service`]: a whole request (CLI file or gRPC message) to its answer.
-pub mod cel_rule;
+mod cel_rule;
 pub mod classic;
-pub mod go_json;
-pub mod olm_constraint;
+mod go_json;
+mod olm_constraint;
 pub mod openshift;
-pub mod predicate;
+mod predicate;
 pub mod safety;
 pub mod service;
 pub mod solver;

@@ -3,11 +3,11 @@
 //! lookup plus a write.
 pub mod cache;
 pub mod content;
-pub mod digest;
+mod digest;
 mod encode;
 pub mod ingest;
 pub mod query;
-pub mod schema;
+mod schema;
 
 use rusqlite::config::DbConfig;
 use rusqlite::{Connection, OpenFlags};
