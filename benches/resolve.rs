@@ -13,7 +13,7 @@ use resolve::classic::{
     CatalogSource, ClassicError, ClassicRequest, InstalledCsv, PreparedCatalog, Subscription,
     resolve_namespace, resolve_prepared,
 };
-use resolve::solver::SolveError;
+pub use resolve::solver::SolveError;
 use std::time::{Duration, Instant};
 
 const CATALOG: &str = "synth";

@@ -14,59 +14,55 @@ use std::fmt::Write;
 #[serde(rename_all = "camelCase")]
 pub struct CatalogDiff {
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub packages_added: Vec<String>,
+    pub(crate) packages_added: Vec<String>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub packages_removed: Vec<String>,
+    pub(crate) packages_removed: Vec<String>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub packages_changed: Vec<PackageDiff>,
+    pub(crate) packages_changed: Vec<PackageDiff>,
 }
 
 #[derive(Debug, Default, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct PackageDiff {
-    pub name: String,
+pub(crate) struct PackageDiff {
+    pub(crate) name: String,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub default_channel: Option<Change>,
+    pub(crate) default_channel: Option<Change>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub channels_added: Vec<String>,
+    pub(crate) channels_added: Vec<String>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub channels_removed: Vec<String>,
+    pub(crate) channels_removed: Vec<String>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub bundles_added: Vec<String>,
+    pub(crate) bundles_added: Vec<String>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub bundles_removed: Vec<String>,
+    pub(crate) bundles_removed: Vec<String>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub channels_changed: Vec<ChannelDiff>,
+    pub(crate) channels_changed: Vec<ChannelDiff>,
 }
 
 #[derive(Debug, Default, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct ChannelDiff {
-    pub name: String,
+pub(crate) struct ChannelDiff {
+    pub(crate) name: String,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub head: Option<Change>,
+    pub(crate) head: Option<Change>,
     /// Edges as `<bundle> replaces <bundle>`, `<bundle> skips <bundle>` or
     /// `<bundle> skipRange <range>`.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub edges_added: Vec<String>,
+    pub(crate) edges_added: Vec<String>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub edges_removed: Vec<String>,
+    pub(crate) edges_removed: Vec<String>,
     /// Bundles that could upgrade to the old head and cannot reach the new one.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub lost_upgrade_paths: Vec<String>,
+    pub(crate) lost_upgrade_paths: Vec<String>,
 }
 
 #[derive(Debug, Default, PartialEq, Serialize)]
-pub struct Change {
-    pub old: String,
-    pub new: String,
+pub(crate) struct Change {
+    pub(crate) old: String,
+    pub(crate) new: String,
 }
 
 impl CatalogDiff {
-    pub fn is_empty(&self) -> bool {
-        *self == CatalogDiff::default()
-    }
-
     /// Whether some channel strands a bundle that used to reach its head.
     pub fn has_broken_paths(&self) -> bool {
         (self.packages_changed.iter())

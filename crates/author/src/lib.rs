@@ -14,7 +14,7 @@ use std::collections::HashMap;
 
 /// A bundle's package and version from its single `olm.package` property, with upstream's
 /// messages for the ways that can fail.
-pub fn bundle_package_version(b: &Bundle) -> Result<(String, Version), String> {
+pub(crate) fn bundle_package_version(b: &Bundle) -> Result<(String, Version), String> {
     let mut packages = Vec::new();
     for (i, p) in b.properties.iter().enumerate() {
         match property::parse(p) {
@@ -44,7 +44,7 @@ pub fn bundle_package_version(b: &Bundle) -> Result<(String, Version), String> {
 }
 
 /// Every bundle's version by name; the first bundle of a name wins, as upstream's map does.
-pub fn bundle_versions(dc: &DeclarativeConfig) -> Result<HashMap<String, Version>, String> {
+pub(crate) fn bundle_versions(dc: &DeclarativeConfig) -> Result<HashMap<String, Version>, String> {
     let mut versions = HashMap::new();
     for b in &dc.bundles {
         if !versions.contains_key(&b.name) {

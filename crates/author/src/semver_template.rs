@@ -10,7 +10,7 @@ use catalog::{Bundle, Channel, ChannelEntry, DeclarativeConfig, Icon, Package};
 use serde_json::{Map, Value};
 use std::collections::{BTreeMap, BTreeSet};
 
-pub const SCHEMA: &str = "olm.semver";
+pub(crate) const SCHEMA: &str = "olm.semver";
 
 /// The archetypes in ascending stability; the index is the priority.
 const ARCHETYPES: [&str; 3] = ["candidate", "fast", "stable"];
@@ -47,7 +47,10 @@ struct Template {
     images: [Vec<String>; 3],
 }
 
-pub fn render(input: &[u8], render_bundle: &mut RenderBundle) -> Result<DeclarativeConfig, String> {
+pub(crate) fn render(
+    input: &[u8],
+    render_bundle: &mut RenderBundle,
+) -> Result<DeclarativeConfig, String> {
     let (template, preference) =
         read(input).map_err(|e| format!("render: unable to read file: {e}"))?;
 

@@ -8,10 +8,10 @@ use serde::Serialize;
 use serde::de::Deserialize;
 use serde_json::Value;
 
-pub const BASIC_SCHEMA: &str = "olm.template.basic";
+pub(crate) const BASIC_SCHEMA: &str = "olm.template.basic";
 
 /// Renders one bundle reference into the bundles it holds.
-pub type RenderBundle<'a> = dyn FnMut(&str) -> Result<Vec<Bundle>, String> + 'a;
+pub(crate) type RenderBundle<'a> = dyn FnMut(&str) -> Result<Vec<Bundle>, String> + 'a;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
@@ -61,7 +61,7 @@ impl Kind {
 
 /// Go's struct-field matching for JSON keys: the exact name, else one equal ignoring case;
 /// anything else is an unknown field, which strict decoding rejects.
-pub fn decode_strict_field<'f>(fields: &[&'f str], key: &str) -> Result<&'f str, String> {
+pub(crate) fn decode_strict_field<'f>(fields: &[&'f str], key: &str) -> Result<&'f str, String> {
     (fields.iter().find(|f| **f == key))
         .or_else(|| fields.iter().find(|f| f.eq_ignore_ascii_case(key)))
         .copied()

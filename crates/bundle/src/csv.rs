@@ -6,14 +6,14 @@ use catalog::json::canonical;
 use catalog::{Gvk, Icon, Property, RelatedImage};
 use serde_json::Value;
 
-pub const KIND: &str = "ClusterServiceVersion";
+pub(crate) const KIND: &str = "ClusterServiceVersion";
 
 /// Annotation carrying extra bundle properties as a JSON array text.
 const PROPERTIES_ANNOTATION: &str = "olm.properties";
 const SKIP_RANGE_ANNOTATION: &str = "olm.skipRange";
 
 /// A string field, or `""` when it is absent or not a string.
-pub fn str_at<'a>(v: &'a Value, pointer: &str) -> &'a str {
+pub(crate) fn str_at<'a>(v: &'a Value, pointer: &str) -> &'a str {
     v.pointer(pointer).and_then(Value::as_str).unwrap_or("")
 }
 
@@ -23,7 +23,7 @@ fn items<'a>(v: &'a Value, pointer: &str) -> &'a [Value] {
         .map_or(&[], Vec::as_slice)
 }
 
-pub fn name(csv: &Value) -> &str {
+pub(crate) fn name(csv: &Value) -> &str {
     str_at(csv, "/metadata/name")
 }
 
@@ -33,7 +33,7 @@ pub fn version(csv: &Value) -> String {
 }
 
 /// `spec.release` (HEAD): a string, or a number printed as Go prints it.
-pub fn release(csv: &Value) -> String {
+pub(crate) fn release(csv: &Value) -> String {
     scalar_text(csv.pointer("/spec/release"))
 }
 
@@ -56,7 +56,7 @@ pub fn skips(csv: &Value) -> Vec<String> {
         .collect()
 }
 
-pub fn annotation<'a>(csv: &'a Value, key: &str) -> &'a str {
+pub(crate) fn annotation<'a>(csv: &'a Value, key: &str) -> &'a str {
     csv.pointer("/metadata/annotations")
         .and_then(|a| a.get(key))
         .and_then(Value::as_str)
@@ -68,25 +68,25 @@ pub fn skip_range(csv: &Value) -> &str {
 }
 
 /// The owned CRDs as `{name, version, kind}`; the group is what follows the plural in `name`.
-pub fn owned_crds(csv: &Value) -> Vec<CrdDescription> {
+pub(crate) fn owned_crds(csv: &Value) -> Vec<CrdDescription> {
     crd_descriptions(csv, "/spec/customresourcedefinitions/owned")
 }
 
-pub fn required_crds(csv: &Value) -> Vec<CrdDescription> {
+pub(crate) fn required_crds(csv: &Value) -> Vec<CrdDescription> {
     crd_descriptions(csv, "/spec/customresourcedefinitions/required")
 }
 
 /// A CSV's description of a CRD it owns or requires.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct CrdDescription {
+pub(crate) struct CrdDescription {
     /// `<plural>.<group>`
-    pub name: String,
-    pub version: String,
-    pub kind: String,
+    pub(crate) name: String,
+    pub(crate) version: String,
+    pub(crate) kind: String,
 }
 
 impl CrdDescription {
-    pub fn gvk(&self) -> Gvk {
+    pub(crate) fn gvk(&self) -> Gvk {
         let group = self.name.split_once('.').map_or("", |(_, g)| g);
         Gvk {
             group: group.to_owned(),
@@ -107,11 +107,11 @@ fn crd_descriptions(csv: &Value, pointer: &str) -> Vec<CrdDescription> {
         .collect()
 }
 
-pub fn owned_api_services(csv: &Value) -> Vec<Gvk> {
+pub(crate) fn owned_api_services(csv: &Value) -> Vec<Gvk> {
     api_services(csv, "/spec/apiservicedefinitions/owned")
 }
 
-pub fn required_api_services(csv: &Value) -> Vec<Gvk> {
+pub(crate) fn required_api_services(csv: &Value) -> Vec<Gvk> {
     api_services(csv, "/spec/apiservicedefinitions/required")
 }
 
@@ -127,7 +127,7 @@ fn api_services(csv: &Value, pointer: &str) -> Vec<Gvk> {
 }
 
 /// `spec.relatedImages` as written.
-pub fn related_images(csv: &Value) -> Vec<RelatedImage> {
+pub(crate) fn related_images(csv: &Value) -> Vec<RelatedImage> {
     items(csv, "/spec/relatedImages")
         .iter()
         .map(|r| RelatedImage {
@@ -139,7 +139,7 @@ pub fn related_images(csv: &Value) -> Vec<RelatedImage> {
 
 /// The images of every container and init container of the install strategy's deployments;
 /// only the `deployment` strategy has any.
-pub fn deployment_images(csv: &Value) -> Vec<String> {
+pub(crate) fn deployment_images(csv: &Value) -> Vec<String> {
     if str_at(csv, "/spec/install/strategy") != "deployment" {
         return Vec::new();
     }
@@ -160,7 +160,7 @@ pub fn deployment_images(csv: &Value) -> Vec<String> {
 
 /// The properties listed in the `olm.properties` annotation. Upstream only warns about a
 /// value that is not a JSON array of properties, so this does too.
-pub fn annotation_properties(csv: &Value) -> Vec<Property> {
+pub(crate) fn annotation_properties(csv: &Value) -> Vec<Property> {
     let text = annotation(csv, PROPERTIES_ANNOTATION);
     if text.is_empty() {
         return Vec::new();
@@ -194,7 +194,7 @@ pub fn annotation_properties(csv: &Value) -> Vec<Property> {
 /// The package icon a legacy catalog takes from the CSV at the head of its default channel:
 /// the first `spec.icon`. Upstream stored the decoded bytes (retrying without spaces), so the
 /// data is decoded and re-encoded; undecodable data means no icon.
-pub fn package_icon(csv: &Value) -> Option<Icon> {
+pub(crate) fn package_icon(csv: &Value) -> Option<Icon> {
     let first = items(csv, "/spec/icon").first()?;
     let data = str_at(first, "/base64data");
     let engine = &base64::engine::general_purpose::STANDARD;

@@ -6,8 +6,8 @@ use catalog::property::{GVK, PACKAGE};
 use catalog::semver::validate_range;
 use serde_json::Value;
 
-pub const LABEL: &str = "olm.label";
-pub const CONSTRAINT: &str = "olm.constraint";
+pub(crate) const LABEL: &str = "olm.label";
+pub(crate) const CONSTRAINT: &str = "olm.constraint";
 
 /// Largest `olm.constraint` value the operator-framework parser accepts.
 const MAX_CONSTRAINT_BYTES: usize = 2 << 16;
@@ -16,7 +16,7 @@ const MAX_CONSTRAINT_BYTES: usize = 2 << 16;
 const COMPOUND_CONSTRAINTS: [&str; 5] = ["gvk", "package", "all", "any", "not"];
 
 /// Every problem of `items`, each as `dependencies[i] (<type>): <message>`.
-pub fn check(items: &[Item]) -> Vec<String> {
+pub(crate) fn check(items: &[Item]) -> Vec<String> {
     let mut problems = Vec::new();
     for (i, item) in items.iter().enumerate() {
         let value: Value = serde_json::from_str(&item.value).unwrap_or(Value::Null);

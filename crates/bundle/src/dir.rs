@@ -13,11 +13,11 @@ use std::path::Path;
 #[derive(Clone, Debug, PartialEq)]
 pub struct BundleDir {
     /// The directory as the user named it, for messages.
-    pub path: String,
+    pub(crate) path: String,
     pub metadata: Metadata,
     pub objects: Vec<Manifest>,
     /// Index of the CSV in `objects`.
-    pub csv: usize,
+    pub(crate) csv: usize,
 }
 
 /// Everything wrong with one bundle.

@@ -9,29 +9,29 @@ use catalog::{Property, property};
 use serde_json::Value;
 use std::path::Path;
 
-pub const CRD_KIND: &str = "CustomResourceDefinition";
+pub(crate) const CRD_KIND: &str = "CustomResourceDefinition";
 
 /// One object and the file (name within its directory) it was read from.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Manifest {
-    pub file: String,
-    pub object: Value,
+    pub(crate) file: String,
+    pub(crate) object: Value,
 }
 
 impl Manifest {
-    pub fn kind(&self) -> &str {
+    pub(crate) fn kind(&self) -> &str {
         csv::str_at(&self.object, "/kind")
     }
 
-    pub fn name(&self) -> &str {
+    pub(crate) fn name(&self) -> &str {
         csv::str_at(&self.object, "/metadata/name")
     }
 
-    pub fn is_csv(&self) -> bool {
+    pub(crate) fn is_csv(&self) -> bool {
         self.kind() == csv::KIND
     }
 
-    pub fn is_crd(&self) -> bool {
+    pub(crate) fn is_crd(&self) -> bool {
         self.kind() == CRD_KIND
     }
 }
@@ -54,7 +54,7 @@ pub fn read_objects(dir: &Path) -> Result<Vec<Manifest>, String> {
 
 /// The first document of every regular, non-hidden file directly in `dir` that decodes to a
 /// JSON object, in file name order; undecodable files are skipped with a warning.
-pub fn read_documents(dir: &Path) -> Result<Vec<Manifest>, String> {
+pub(crate) fn read_documents(dir: &Path) -> Result<Vec<Manifest>, String> {
     let mut docs = Vec::new();
     for file in regular_files(dir)? {
         let path = dir.join(&file);
@@ -110,7 +110,7 @@ pub(super) fn regular_files(dir: &Path) -> Result<Vec<std::ffi::OsString>, Strin
 }
 
 /// A CRD object's API versions: every `spec.versions[].name` plus the v1beta1 `spec.version`.
-pub fn crd_versions(crd: &Value) -> Vec<String> {
+pub(crate) fn crd_versions(crd: &Value) -> Vec<String> {
     let mut versions: Vec<String> = crd
         .pointer("/spec/versions")
         .and_then(Value::as_array)
@@ -126,7 +126,7 @@ pub fn crd_versions(crd: &Value) -> Vec<String> {
 }
 
 /// The group/version/kinds a CRD object serves.
-pub fn crd_gvks(crd: &Value) -> Vec<Gvk> {
+pub(crate) fn crd_gvks(crd: &Value) -> Vec<Gvk> {
     let group = csv::str_at(crd, "/spec/group");
     let kind = csv::str_at(crd, "/spec/names/kind");
     crd_versions(crd)
@@ -142,7 +142,7 @@ pub fn crd_gvks(crd: &Value) -> Vec<Gvk> {
 /// The JSON text opm stores for a manifest: Go's `json.Marshal` of the decoded object, i.e.
 /// canonical JSON with `<`, `>` and `&` escaped. Those characters can only occur inside
 /// strings of canonical JSON, so replacing them everywhere is exact.
-pub fn object_json(object: &Value) -> String {
+pub(crate) fn object_json(object: &Value) -> String {
     let text = canonical(object);
     if !text.contains(['<', '>', '&']) {
         return text;
@@ -153,7 +153,7 @@ pub fn object_json(object: &Value) -> String {
 }
 
 /// The `olm.bundle.object` property of a manifest.
-pub fn object_property(object: &Value) -> Property {
+pub(crate) fn object_property(object: &Value) -> Property {
     let data = base64::engine::general_purpose::STANDARD.encode(object_json(object));
     Property {
         kind: property::BUNDLE_OBJECT.to_owned(),

@@ -7,48 +7,49 @@ use catalog::json::canonical;
 use serde_json::Value;
 use std::path::Path;
 
-pub const PACKAGE_KEY: &str = "operators.operatorframework.io.bundle.package.v1";
-pub const CHANNELS_KEY: &str = "operators.operatorframework.io.bundle.channels.v1";
-pub const DEFAULT_CHANNEL_KEY: &str = "operators.operatorframework.io.bundle.channel.default.v1";
-pub const MEDIA_TYPE_KEY: &str = "operators.operatorframework.io.bundle.mediatype.v1";
-pub const REGISTRY_V1: &str = "registry+v1";
+pub(crate) const PACKAGE_KEY: &str = "operators.operatorframework.io.bundle.package.v1";
+pub(crate) const CHANNELS_KEY: &str = "operators.operatorframework.io.bundle.channels.v1";
+pub(crate) const DEFAULT_CHANNEL_KEY: &str =
+    "operators.operatorframework.io.bundle.channel.default.v1";
+pub(crate) const MEDIA_TYPE_KEY: &str = "operators.operatorframework.io.bundle.mediatype.v1";
+pub(crate) const REGISTRY_V1: &str = "registry+v1";
 
 /// What `annotations.yaml` says about the bundle.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Annotations {
     /// The file the annotations were found in.
-    pub file: String,
+    pub(crate) file: String,
     pub package: String,
     pub channels: Vec<String>,
     pub default_channel: String,
-    pub media_type: String,
+    pub(crate) media_type: String,
 }
 
 /// A `dependencies.yaml` or `properties.yaml` item: its type and value (canonical JSON).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Item {
-    pub kind: String,
-    pub value: String,
+pub(crate) struct Item {
+    pub(crate) kind: String,
+    pub(crate) value: String,
 }
 
 /// Items and the file they came from.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Items {
-    pub file: String,
-    pub items: Vec<Item>,
+pub(crate) struct Items {
+    pub(crate) file: String,
+    pub(crate) items: Vec<Item>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Metadata {
     pub annotations: Annotations,
-    pub dependencies: Items,
-    pub properties: Items,
+    pub(crate) dependencies: Items,
+    pub(crate) properties: Items,
 }
 
 /// Reads `dir` (a bundle's `metadata/`): the first file (name order) whose `annotations` set
 /// the package, channels or default channel; the first with a non-empty `dependencies` list;
 /// the first with a non-empty `properties` list. Only a file's first document counts.
-pub fn read_dir(dir: &Path) -> Result<Metadata, String> {
+pub(crate) fn read_dir(dir: &Path) -> Result<Metadata, String> {
     let mut annotations = None;
     let mut dependencies = None;
     let mut properties = None;

@@ -17,7 +17,7 @@ pub enum MigrationLevel {
 
 impl MigrationLevel {
     /// What `--migrate` asks for: every migration.
-    pub const LATEST: MigrationLevel = MigrationLevel::BundleObjectToCsvMetadata;
+    pub(crate) const LATEST: MigrationLevel = MigrationLevel::BundleObjectToCsvMetadata;
 
     /// The level asked for by `--migrate-level` or `--migrate` (clap keeps them exclusive).
     pub fn from_flags(level: Option<&str>, all: bool) -> Result<MigrationLevel, String> {
@@ -92,7 +92,7 @@ fn bundle_object_to_csv_metadata(b: &mut Bundle) -> Result<(), String> {
 /// The `olm.csv.metadata` value of a CSV (catalog-formats.md §B): the CSV fields OLM's
 /// package server displays. The three struct-typed fields are always present, as Go's
 /// encoder writes them even when empty.
-pub fn csv_metadata(csv: &Value) -> Value {
+pub(crate) fn csv_metadata(csv: &Value) -> Value {
     let mut out = Map::new();
     let mut put = |key: &str, v: Option<&Value>, always: bool| match v {
         Some(v) if !is_empty(v) => {

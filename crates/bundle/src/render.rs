@@ -73,7 +73,7 @@ pub(super) fn keep_last_package(props: &mut Vec<Property>) {
 }
 
 /// The APIs a CSV requires: its required CRDs and required API services.
-pub fn required_gvks(csv_object: &Value) -> Vec<Gvk> {
+pub(crate) fn required_gvks(csv_object: &Value) -> Vec<Gvk> {
     let mut gvks: Vec<Gvk> = csv::required_crds(csv_object)
         .iter()
         .map(csv::CrdDescription::gvk)
@@ -83,7 +83,7 @@ pub fn required_gvks(csv_object: &Value) -> Vec<Gvk> {
 }
 
 /// `olm.package` with upstream's key order (`packageName, version[, release]`).
-pub fn package_property(package: &str, version: &str, release: &str) -> Property {
+pub(crate) fn package_property(package: &str, version: &str, release: &str) -> Property {
     let mut value = String::from("{\"packageName\":");
     write_string(package, &mut value);
     value.push_str(",\"version\":");
@@ -99,14 +99,14 @@ pub fn package_property(package: &str, version: &str, release: &str) -> Property
     }
 }
 
-pub fn gvk_property(gvk: &Gvk) -> Property {
+pub(crate) fn gvk_property(gvk: &Gvk) -> Property {
     Property {
         kind: property::GVK.to_owned(),
         value: gvk.value_text(),
     }
 }
 
-pub fn gvk_required_property(gvk: &Gvk) -> Property {
+pub(crate) fn gvk_required_property(gvk: &Gvk) -> Property {
     Property {
         kind: property::GVK_REQUIRED.to_owned(),
         value: gvk.value_text(),
@@ -115,7 +115,7 @@ pub fn gvk_required_property(gvk: &Gvk) -> Property {
 
 /// A `dependencies.yaml` item as a property: `olm.gvk` → `olm.gvk.required`, `olm.package` →
 /// `olm.package.required`, anything else under its own type.
-pub fn dependency_property(item: &Item) -> Property {
+pub(crate) fn dependency_property(item: &Item) -> Property {
     let value: Value = serde_json::from_str(&item.value).unwrap_or(Value::Null);
     let field = |key: &str| value.get(key).and_then(Value::as_str).unwrap_or("");
     match item.kind.as_str() {
@@ -143,7 +143,7 @@ pub fn dependency_property(item: &Item) -> Property {
 }
 
 /// Exact duplicates removed, sorted by (type, value text), manifests last (§C.6).
-pub fn finish_properties(mut props: Vec<Property>) -> Vec<Property> {
+pub(crate) fn finish_properties(mut props: Vec<Property>) -> Vec<Property> {
     props.sort_by(|a, b| (&a.kind, &a.value).cmp(&(&b.kind, &b.value)));
     props.dedup();
     let is_object =
@@ -155,7 +155,7 @@ pub fn finish_properties(mut props: Vec<Property>) -> Vec<Property> {
 
 /// The CSV's related images, then the bundle image and the operator's container images
 /// that are not listed yet, sorted by image (stable, so equal images keep their order).
-pub fn related_images(csv_object: &Value, image: &str) -> Vec<RelatedImage> {
+pub(crate) fn related_images(csv_object: &Value, image: &str) -> Vec<RelatedImage> {
     let mut images = csv::related_images(csv_object);
     let extra = (!image.is_empty())
         .then(|| image.to_owned())

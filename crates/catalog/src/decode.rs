@@ -36,7 +36,7 @@ const SNIFF_LEN: usize = 4096;
 /// depth is a stack overflow. Real catalogs and manifests reach 38 levels; 100 leaves room
 /// for any real schema, stays below the 128 at which serde_json and serde_yaml stop on their
 /// own (so this check is always the one that speaks), and needs a few tens of KiB of stack.
-pub const MAX_DEPTH: usize = 100;
+pub(crate) const MAX_DEPTH: usize = 100;
 
 /// The message for a document nested deeper than [`MAX_DEPTH`].
 fn too_deep() -> String {
@@ -85,7 +85,7 @@ pub fn parse_documents(file: &str, data: &[u8]) -> Result<Vec<Document>, Vec<Loa
 
 /// [`parse_documents`], showing `seen` each document's generic value before it is decoded
 /// (the form the catalogd HTTP API serves).
-pub fn parse_documents_seeing(
+pub(crate) fn parse_documents_seeing(
     file: &str,
     data: &[u8],
     seen: &mut dyn FnMut(&Value),

@@ -48,8 +48,8 @@ pub(crate) fn value_type_error(v: &Value, go_type: &str) -> String {
 /// the outermost one (Go ≥ 1.20 prints `Struct.outer.inner`).
 #[derive(Clone, Copy)]
 pub(crate) struct At<'a> {
-    pub strukt: &'a str,
-    pub path: &'a str,
+    pub(crate) strukt: &'a str,
+    pub(crate) path: &'a str,
 }
 
 impl At<'_> {
@@ -63,7 +63,7 @@ impl At<'_> {
     }
 
     /// A Go `string` field.
-    pub fn string(&self, v: Value) -> Result<String, String> {
+    pub(crate) fn string(&self, v: Value) -> Result<String, String> {
         match v {
             Value::String(s) => Ok(s),
             Value::Null => Ok(String::new()),
@@ -72,7 +72,7 @@ impl At<'_> {
     }
 
     /// A Go slice field; `null` is an empty slice.
-    pub fn array(&self, v: Value, go_type: &str) -> Result<Vec<Value>, String> {
+    pub(crate) fn array(&self, v: Value, go_type: &str) -> Result<Vec<Value>, String> {
         match v {
             Value::Array(items) => Ok(items),
             Value::Null => Ok(Vec::new()),
@@ -81,7 +81,11 @@ impl At<'_> {
     }
 
     /// A Go struct (or pointer to struct) field; `null` is `None`.
-    pub fn object(&self, v: Value, go_type: &str) -> Result<Option<Map<String, Value>>, String> {
+    pub(crate) fn object(
+        &self,
+        v: Value,
+        go_type: &str,
+    ) -> Result<Option<Map<String, Value>>, String> {
         match v {
             Value::Object(map) => Ok(Some(map)),
             Value::Null => Ok(None),
@@ -90,7 +94,7 @@ impl At<'_> {
     }
 
     /// Checks that `v` can fill a Go struct (`null` can).
-    pub fn check_object(&self, v: &Value, go_type: &str) -> Result<(), String> {
+    pub(crate) fn check_object(&self, v: &Value, go_type: &str) -> Result<(), String> {
         match v {
             Value::Object(_) | Value::Null => Ok(()),
             other => Err(self.error(other, go_type)),
@@ -98,7 +102,7 @@ impl At<'_> {
     }
 
     /// A Go `[]string` field.
-    pub fn strings(&self, v: Value) -> Result<Vec<String>, String> {
+    pub(crate) fn strings(&self, v: Value) -> Result<Vec<String>, String> {
         self.array(v, "[]string")?
             .into_iter()
             .map(|item| self.string(item))
@@ -106,7 +110,7 @@ impl At<'_> {
     }
 
     /// A Go `map[string]string` field, kept as a JSON object.
-    pub fn string_map(&self, v: Value) -> Result<Option<Map<String, Value>>, String> {
+    pub(crate) fn string_map(&self, v: Value) -> Result<Option<Map<String, Value>>, String> {
         let map = self.object(v, "map[string]string")?;
         if let Some(map) = &map
             && let Some(bad) = map

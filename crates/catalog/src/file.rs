@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 /// 256 MiB (the commands' `--max-file-size` default): the largest file of the community catalogs is 3.5 MB and a whole community
 /// catalog rendered into one file is about 21 MB, so real catalogs stay far below it, while a
 /// file this size still fits in memory (decoding holds about twice the file).
-pub const DEFAULT_MAX_FILE_SIZE: u64 = 256 << 20;
+pub(crate) const DEFAULT_MAX_FILE_SIZE: u64 = 256 << 20;
 
 /// A process-wide setting like a resource limit: every path that reads catalog files
 /// (directories, unpacked images, the digest) obeys it without threading it through each

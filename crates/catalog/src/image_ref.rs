@@ -5,7 +5,7 @@
 const NAME_TOTAL_LENGTH_MAX: usize = 255;
 
 /// Checks `s` as a normalisable, named docker reference.
-pub fn validate_pull_spec(s: &str) -> Result<(), String> {
+pub(crate) fn validate_pull_spec(s: &str) -> Result<(), String> {
     if s.len() == 64 && s.bytes().all(|b| matches!(b, b'a'..=b'f' | b'0'..=b'9')) {
         return Err(format!(
             "invalid repository name ({s}), cannot specify 64-byte hexadecimal strings"

@@ -25,15 +25,15 @@ pub struct Model {
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct ModelPackage {
     pub name: String,
-    pub description: String,
-    pub icon: Option<Icon>,
+    pub(crate) description: String,
+    pub(crate) icon: Option<Icon>,
     pub default_channel: String,
     pub channels: BTreeMap<String, ModelChannel>,
     pub bundles: BTreeMap<String, Bundle>,
     pub deprecation: Option<String>,
     /// Deprecation message of each deprecated bundle, by bundle name.
-    pub bundle_deprecations: BTreeMap<String, String>,
-    pub origin: Origin,
+    pub(crate) bundle_deprecations: BTreeMap<String, String>,
+    pub(crate) origin: Origin,
 }
 
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -43,7 +43,7 @@ pub struct ModelChannel {
     /// In document order.
     pub entries: Vec<ChannelEntry>,
     pub deprecation: Option<String>,
-    pub origin: Origin,
+    pub(crate) origin: Origin,
 }
 
 impl Model {

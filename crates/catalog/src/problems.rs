@@ -8,15 +8,15 @@ use std::fmt;
 /// `channel "alpha"`), the document it was found in, and what is wrong.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Problem {
-    pub path: Vec<String>,
-    pub origin: Option<Origin>,
-    pub message: String,
+    pub(crate) path: Vec<String>,
+    pub(crate) origin: Option<Origin>,
+    pub(crate) message: String,
 }
 
 /// All problems of a catalog that failed validation.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ValidationError {
-    pub problems: Vec<Problem>,
+    pub(crate) problems: Vec<Problem>,
     /// Where each object on a problem path is defined, keyed by its path.
     objects: BTreeMap<Vec<String>, Origin>,
 }

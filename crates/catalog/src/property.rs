@@ -12,9 +12,9 @@ pub const PACKAGE: &str = "olm.package";
 pub const PACKAGE_REQUIRED: &str = "olm.package.required";
 pub const GVK: &str = "olm.gvk";
 pub const GVK_REQUIRED: &str = "olm.gvk.required";
-pub const CHANNEL: &str = "olm.channel";
-pub const SKIPS: &str = "olm.skips";
-pub const SKIP_RANGE: &str = "olm.skipRange";
+pub(crate) const CHANNEL: &str = "olm.channel";
+pub(crate) const SKIPS: &str = "olm.skips";
+pub(crate) const SKIP_RANGE: &str = "olm.skipRange";
 pub const BUNDLE_OBJECT: &str = "olm.bundle.object";
 pub const CSV_METADATA: &str = "olm.csv.metadata";
 
@@ -270,7 +270,7 @@ pub fn decode_bundle_object(data_b64: &str) -> Result<String, String> {
 }
 
 /// The manifests of a bundle's `olm.bundle.object` properties, decoded, in property order.
-pub fn bundle_objects(bundle: &Bundle) -> Result<Vec<String>, LoadError> {
+pub(crate) fn bundle_objects(bundle: &Bundle) -> Result<Vec<String>, LoadError> {
     bundle
         .properties
         .iter()

@@ -119,7 +119,7 @@ impl Version {
 impl Prerelease {
     /// Parses one pre-release identifier (also the grammar of each part of a bundle
     /// `release`).
-    pub fn parse(s: &str) -> Result<Prerelease, String> {
+    pub(crate) fn parse(s: &str) -> Result<Prerelease, String> {
         if s.is_empty() {
             return Err("Prerelease is empty".to_owned());
         }
@@ -205,7 +205,7 @@ impl PartialOrd for Version {
 }
 
 /// Orders pre-release lists; an empty list (a release) sorts after any pre-release.
-pub fn compare_prerelease(a: &[Prerelease], b: &[Prerelease]) -> Ordering {
+pub(crate) fn compare_prerelease(a: &[Prerelease], b: &[Prerelease]) -> Ordering {
     match (a.is_empty(), b.is_empty()) {
         (true, true) => return Ordering::Equal,
         (true, false) => return Ordering::Greater,

@@ -9,7 +9,7 @@ use std::sync::Arc;
 pub const SCHEMA_PACKAGE: &str = "olm.package";
 pub const SCHEMA_CHANNEL: &str = "olm.channel";
 pub const SCHEMA_BUNDLE: &str = "olm.bundle";
-pub const SCHEMA_DEPRECATIONS: &str = "olm.deprecations";
+pub(crate) const SCHEMA_DEPRECATIONS: &str = "olm.deprecations";
 
 /// Where a document came from: the file (relative to the catalog root, `/`-separated) and the
 /// 1-based line its document starts on.

@@ -14,7 +14,7 @@ const MAX_RELEASE_LEN: usize = 20;
 pub struct VersionRelease {
     pub version: Version,
     /// Empty when the bundle has no release.
-    pub release: Vec<Prerelease>,
+    pub(crate) release: Vec<Prerelease>,
 }
 
 impl VersionRelease {

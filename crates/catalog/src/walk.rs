@@ -26,7 +26,7 @@ pub struct ReadFile {
 
 /// Reads and decodes one catalog file, bundle manifests included: every command that reads a
 /// catalog reads it here, so that they all accept and refuse the same catalogs.
-pub fn read_file(file: &CatalogFile) -> Result<ReadFile, Vec<LoadError>> {
+pub(crate) fn read_file(file: &CatalogFile) -> Result<ReadFile, Vec<LoadError>> {
     read_file_seeing(file, &mut |_| {})
 }
 

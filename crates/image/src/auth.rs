@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 #[derive(Debug, Default, Clone)]
-pub struct Credentials {
+pub(crate) struct Credentials {
     by_registry: HashMap<String, (String, String)>,
 }
 
@@ -37,7 +37,7 @@ fn normalise(host: &str) -> String {
 
 impl Credentials {
     /// Loads the first config file that applies; none at all means anonymous access.
-    pub fn load(explicit: Option<&Path>) -> Result<Credentials, String> {
+    pub(crate) fn load(explicit: Option<&Path>) -> Result<Credentials, String> {
         let path = match explicit {
             Some(p) => Some(p.to_path_buf()),
             None => std::env::var_os("REGISTRY_AUTH_FILE")
@@ -84,7 +84,7 @@ impl Credentials {
         Ok(Credentials { by_registry })
     }
 
-    pub fn for_registry(&self, registry: &str) -> RegistryAuth {
+    pub(crate) fn for_registry(&self, registry: &str) -> RegistryAuth {
         match self.by_registry.get(&normalise(registry)) {
             Some((user, pass)) => RegistryAuth::Basic(user.clone(), pass.clone()),
             None => RegistryAuth::Anonymous,

@@ -21,7 +21,8 @@ pub struct BuiltImage {
 }
 
 impl BuiltImage {
-    pub fn manifest_digest(&self) -> String {
+    #[cfg(test)]
+    fn manifest_digest(&self) -> String {
         digest_of(&self.manifest)
     }
 }

@@ -45,7 +45,7 @@ impl Error {
     }
 
     /// The same error, its message prefixed with what was being done.
-    pub fn context(self, what: &str) -> Error {
+    pub(crate) fn context(self, what: &str) -> Error {
         Error {
             kind: self.kind,
             message: format!("{what}: {}", self.message),

@@ -29,7 +29,7 @@ const REF_NAME: &str = "org.opencontainers.image.ref.name";
 pub const MAX_MANIFEST_BYTES: u64 = 4 << 20;
 /// The largest image config read: configs are small JSON like manifests, with some room for
 /// long histories.
-pub const MAX_CONFIG_BYTES: u64 = 8 << 20;
+pub(crate) const MAX_CONFIG_BYTES: u64 = 8 << 20;
 /// The largest `index.json` read: a mirror archive lists every image it holds there.
 const MAX_INDEX_BYTES: u64 = 64 << 20;
 
@@ -227,7 +227,7 @@ impl Layout {
     }
 
     /// Hashes a blob as a stream and compares it with its digest.
-    pub fn verify_blob(&self, digest: &str) -> Result<(), String> {
+    pub(crate) fn verify_blob(&self, digest: &str) -> Result<(), String> {
         let actual = hash_file(&self.blob_path(digest)?)?;
         if actual != digest {
             return Err(format!(
@@ -239,7 +239,7 @@ impl Layout {
     }
 
     /// Writes a blob from a stream, verifying it against `digest` before it becomes visible.
-    pub fn ingest_blob(&self, digest: &str, mut data: impl Read) -> Result<PathBuf, String> {
+    pub(crate) fn ingest_blob(&self, digest: &str, mut data: impl Read) -> Result<PathBuf, String> {
         let mut tmp = self.temp_blob()?;
         let mut hasher = Sha256::new();
         let mut buf = vec![0u8; 256 << 10];
@@ -265,12 +265,12 @@ impl Layout {
 
     /// A temporary file beside the blobs, for a download that is moved into place once
     /// verified.
-    pub fn temp_blob(&self) -> Result<tempfile::NamedTempFile, String> {
+    pub(crate) fn temp_blob(&self) -> Result<tempfile::NamedTempFile, String> {
         temp_file(&self.root.join("blobs/sha256"))
     }
 
     /// Moves a download whose digest the downloader has already checked into place.
-    pub fn adopt_verified_blob(
+    pub(crate) fn adopt_verified_blob(
         &self,
         digest: &str,
         tmp: tempfile::NamedTempFile,

@@ -11,7 +11,7 @@ pub mod progress;
 mod reference;
 pub mod registry;
 pub mod remote;
-mod unpack;
+pub mod unpack;
 
 pub use create::{BuiltImage, build_image};
 pub use error::{Error, ErrorKind};

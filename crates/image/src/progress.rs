@@ -7,7 +7,7 @@ use std::io::IsTerminal;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-pub const LINE_INTERVAL: Duration = Duration::from_secs(10);
+pub(crate) const LINE_INTERVAL: Duration = Duration::from_secs(10);
 
 const LINE_TEMPLATE: &str = "{msg}: {bytes}/{total_bytes} ({percent}%), {bytes_per_sec}, {elapsed}";
 

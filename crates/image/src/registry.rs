@@ -47,7 +47,7 @@ pub struct ClientOptions {
 /// A pulled image: its manifest digest, labels, and layer files in the cache, in order.
 #[derive(Debug)]
 pub struct Pulled {
-    pub digest: String,
+    pub(crate) digest: String,
     pub labels: BTreeMap<String, String>,
     pub layers: Vec<PathBuf>,
 }

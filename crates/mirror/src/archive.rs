@@ -7,13 +7,13 @@ use super::plan::Plan;
 use image::layout::{Layout, replace_file};
 use std::path::Path;
 
-pub const PLAN_FILE: &str = "mirror-plan.json";
+pub(crate) const PLAN_FILE: &str = "mirror-plan.json";
 
-pub fn create(dir: &Path) -> Result<Layout, String> {
+pub(crate) fn create(dir: &Path) -> Result<Layout, String> {
     Layout::create(dir)
 }
 
-pub fn open(dir: &Path) -> Result<(Layout, Plan), String> {
+pub(crate) fn open(dir: &Path) -> Result<(Layout, Plan), String> {
     let layout = Layout::open(dir)?;
     let path = dir.join(PLAN_FILE);
     let text = std::fs::read(&path).map_err(|e| {
@@ -28,14 +28,14 @@ pub fn open(dir: &Path) -> Result<(Layout, Plan), String> {
 
 /// Records the plan once its images are in the layout (whose index.json is on the disk by
 /// then); an interrupted write leaves the previous plan.
-pub fn write_plan(dir: &Path, plan: &Plan) -> Result<(), String> {
+pub(crate) fn write_plan(dir: &Path, plan: &Plan) -> Result<(), String> {
     let path = dir.join(PLAN_FILE);
     let text = serde_json::to_vec_pretty(plan).map_err(|e| format!("{}: {e}", path.display()))?;
     replace_file(&path, &text)
 }
 
 /// The name an image is listed under in the archive's index.json.
-pub fn ref_name(repository: &str, tag: &str) -> String {
+pub(crate) fn ref_name(repository: &str, tag: &str) -> String {
     format!("{repository}:{tag}")
 }
 

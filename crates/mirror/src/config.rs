@@ -7,82 +7,82 @@
 use catalog::semver::Version;
 use serde::Deserialize;
 
-pub const KIND: &str = "ImageSetConfiguration";
-pub const API_VERSION: &str = "mirror.openshift.io/v2alpha1";
+pub(crate) const KIND: &str = "ImageSetConfiguration";
+pub(crate) const API_VERSION: &str = "mirror.openshift.io/v2alpha1";
 
 #[derive(Debug, Deserialize, Clone, PartialEq)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct ImageSetConfiguration {
-    pub kind: String,
-    pub api_version: String,
+pub(crate) struct ImageSetConfiguration {
+    pub(crate) kind: String,
+    pub(crate) api_version: String,
     #[serde(default)]
-    pub mirror: Mirror,
+    pub(crate) mirror: Mirror,
 }
 
 #[derive(Debug, Deserialize, Clone, PartialEq, Default)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct Mirror {
+pub(crate) struct Mirror {
     #[serde(default)]
-    pub operators: Vec<Operators>,
+    pub(crate) operators: Vec<Operators>,
     #[serde(default)]
-    pub additional_images: Vec<AdditionalImage>,
+    pub(crate) additional_images: Vec<AdditionalImage>,
     #[serde(default)]
-    pub blocked_images: Vec<BlockedImage>,
+    pub(crate) blocked_images: Vec<BlockedImage>,
     /// Not supported: kept only to say so clearly.
-    pub platform: Option<serde_yaml::Value>,
+    pub(crate) platform: Option<serde_yaml::Value>,
     /// Not supported: kept only to say so clearly.
-    pub helm: Option<serde_yaml::Value>,
+    pub(crate) helm: Option<serde_yaml::Value>,
 }
 
 #[derive(Debug, Deserialize, Clone, PartialEq, Default)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Operators {
-    pub catalog: String,
+    pub(crate) catalog: String,
     #[serde(default)]
-    pub full: bool,
+    pub(crate) full: bool,
     #[serde(default)]
-    pub packages: Vec<PackageFilter>,
-    pub target_catalog: Option<String>,
-    pub target_tag: Option<String>,
+    pub(crate) packages: Vec<PackageFilter>,
+    pub(crate) target_catalog: Option<String>,
+    pub(crate) target_tag: Option<String>,
 }
 
 #[derive(Debug, Deserialize, Clone, PartialEq, Default)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct PackageFilter {
-    pub name: String,
-    pub default_channel: Option<String>,
-    pub min_version: Option<String>,
-    pub max_version: Option<String>,
+pub(crate) struct PackageFilter {
+    pub(crate) name: String,
+    pub(crate) default_channel: Option<String>,
+    pub(crate) min_version: Option<String>,
+    pub(crate) max_version: Option<String>,
     #[serde(default)]
-    pub channels: Vec<ChannelFilter>,
+    pub(crate) channels: Vec<ChannelFilter>,
 }
 
 #[derive(Debug, Deserialize, Clone, PartialEq, Default)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct ChannelFilter {
-    pub name: String,
-    pub min_version: Option<String>,
-    pub max_version: Option<String>,
+pub(crate) struct ChannelFilter {
+    pub(crate) name: String,
+    pub(crate) min_version: Option<String>,
+    pub(crate) max_version: Option<String>,
 }
 
 #[derive(Debug, Deserialize, Clone, PartialEq, Default)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct AdditionalImage {
-    pub name: String,
-    pub target_repo: Option<String>,
-    pub target_tag: Option<String>,
+pub(crate) struct AdditionalImage {
+    pub(crate) name: String,
+    pub(crate) target_repo: Option<String>,
+    pub(crate) target_tag: Option<String>,
 }
 
 #[derive(Debug, Deserialize, Clone, PartialEq, Default)]
 #[serde(deny_unknown_fields)]
-pub struct BlockedImage {
+pub(crate) struct BlockedImage {
     /// A regular expression matched against image references.
-    pub name: String,
+    pub(crate) name: String,
 }
 
 impl ImageSetConfiguration {
     /// Parses and checks a configuration; the error lists every problem found.
-    pub fn parse(file: &str, text: &str) -> Result<ImageSetConfiguration, String> {
+    pub(crate) fn parse(file: &str, text: &str) -> Result<ImageSetConfiguration, String> {
         let config: ImageSetConfiguration =
             serde_yaml::from_str(text).map_err(|e| format!("{file}: {e}"))?;
         let problems = config.problems();

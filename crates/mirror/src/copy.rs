@@ -26,7 +26,7 @@ use tokio_stream::Stream;
 
 /// Where an image is read from or written to.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Location {
+pub(crate) enum Location {
     Registry {
         registry: String,
         repository: String,
@@ -63,30 +63,30 @@ impl Location {
 
 /// One image to copy.
 #[derive(Clone, Debug)]
-pub struct Job {
+pub(crate) struct Job {
     /// How the user knows it (for messages).
-    pub name: String,
-    pub from: Location,
-    pub to: Location,
-    pub digest: String,
+    pub(crate) name: String,
+    pub(crate) from: Location,
+    pub(crate) to: Location,
+    pub(crate) digest: String,
     /// The destination tag (a registry tag, or the layout's ref name).
-    pub tag: String,
+    pub(crate) tag: String,
     /// Copied only when every other job succeeded (catalogs: a cluster must not see a
     /// catalog whose images are missing).
-    pub last: bool,
+    pub(crate) last: bool,
 }
 
 /// What a run did.
 #[derive(Debug, Default)]
-pub struct Summary {
-    pub images: usize,
-    pub blobs_copied: usize,
-    pub blobs_reused: usize,
-    pub blobs_mounted: usize,
-    pub bytes_copied: u64,
-    pub elapsed: Duration,
+pub(crate) struct Summary {
+    pub(crate) images: usize,
+    pub(crate) blobs_copied: usize,
+    pub(crate) blobs_reused: usize,
+    pub(crate) blobs_mounted: usize,
+    pub(crate) bytes_copied: u64,
+    pub(crate) elapsed: Duration,
     /// One line per image that was not copied, saying why.
-    pub failures: Vec<String>,
+    pub(crate) failures: Vec<String>,
 }
 
 impl std::fmt::Display for Summary {
@@ -106,10 +106,10 @@ impl std::fmt::Display for Summary {
     }
 }
 
-pub struct Copier {
-    pub registry: Arc<Registry>,
-    pub layout: Option<Arc<Layout>>,
-    pub parallel: usize,
+pub(crate) struct Copier {
+    pub(crate) registry: Arc<Registry>,
+    pub(crate) layout: Option<Arc<Layout>>,
+    pub(crate) parallel: usize,
     progress: indicatif::ProgressBar,
 }
 
@@ -120,7 +120,11 @@ struct Tree {
 }
 
 impl Copier {
-    pub fn new(registry: Arc<Registry>, layout: Option<Arc<Layout>>, parallel: usize) -> Copier {
+    pub(crate) fn new(
+        registry: Arc<Registry>,
+        layout: Option<Arc<Layout>>,
+        parallel: usize,
+    ) -> Copier {
         Copier {
             registry,
             layout,
@@ -135,7 +139,7 @@ impl Copier {
             .ok_or_else(|| Error::new(ErrorKind::Other, "no OCI layout for this run"))
     }
 
-    pub async fn run(self: Arc<Self>, jobs: Vec<Job>) -> Summary {
+    pub(crate) async fn run(self: Arc<Self>, jobs: Vec<Job>) -> Summary {
         let start = Instant::now();
         let mut summary = Summary::default();
         let mut trees = Vec::new();

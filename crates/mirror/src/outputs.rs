@@ -14,11 +14,11 @@ use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-pub const RESOURCES_DIR: &str = "working-dir/cluster-resources";
-pub const MAPPING_FILE: &str = "working-dir/mapping.txt";
+pub(crate) const RESOURCES_DIR: &str = "working-dir/cluster-resources";
+pub(crate) const MAPPING_FILE: &str = "working-dir/mapping.txt";
 
 /// Writes every output for a plan mirrored below `root` (`REG/PREFIX`); returns the files.
-pub fn write_all(
+pub(crate) fn write_all(
     plan: &Plan,
     root: &str,
     workspace: &Path,

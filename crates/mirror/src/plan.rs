@@ -17,7 +17,7 @@ use std::sync::Arc;
 
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 #[serde(rename_all = "camelCase")]
-pub enum ImageKind {
+pub(crate) enum ImageKind {
     Bundle,
     RelatedImage,
     AdditionalImage,
@@ -27,23 +27,23 @@ pub enum ImageKind {
 
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
 #[serde(rename_all = "camelCase")]
-pub struct PlannedImage {
+pub(crate) struct PlannedImage {
     /// The image as the catalog or configuration names it.
-    pub source: String,
-    pub kind: ImageKind,
+    pub(crate) source: String,
+    pub(crate) kind: ImageKind,
     /// The manifest digest copied (for a catalog: of the rebuilt image).
-    pub digest: String,
+    pub(crate) digest: String,
     /// The repository path below the destination root.
-    pub repository: String,
+    pub(crate) repository: String,
     /// The destination tag.
-    pub tag: String,
+    pub(crate) tag: String,
     /// The source named a digest only: clusters pull it by digest (IDMS), else by tag (ITMS).
-    pub by_digest: bool,
+    pub(crate) by_digest: bool,
 }
 
 impl PlannedImage {
     /// The full destination reference below `root` (`REG/PREFIX`), as clusters will pull it.
-    pub fn destination(&self, root: &str) -> String {
+    pub(crate) fn destination(&self, root: &str) -> String {
         let at = if self.by_digest {
             format!("@{}", self.digest)
         } else {
@@ -54,22 +54,22 @@ impl PlannedImage {
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
-pub struct Blocked {
-    pub image: String,
+pub(crate) struct Blocked {
+    pub(crate) image: String,
     /// The blockedImages pattern that matched.
-    pub pattern: String,
+    pub(crate) pattern: String,
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq)]
-pub struct Plan {
-    pub images: Vec<PlannedImage>,
+pub(crate) struct Plan {
+    pub(crate) images: Vec<PlannedImage>,
     #[serde(default)]
-    pub blocked: Vec<Blocked>,
+    pub(crate) blocked: Vec<Blocked>,
 }
 
 impl Plan {
     /// The plan as `--dry-run` shows it: one line per image, source → destination.
-    pub fn render(&self, root: &str) -> String {
+    pub(crate) fn render(&self, root: &str) -> String {
         let mut out = format!("{} images to mirror:\n", self.images.len());
         for i in &self.images {
             out.push_str(&format!(
@@ -90,7 +90,7 @@ impl Plan {
     }
 }
 
-pub fn kind_name(kind: ImageKind) -> &'static str {
+pub(crate) fn kind_name(kind: ImageKind) -> &'static str {
     match kind {
         ImageKind::Bundle => "bundle",
         ImageKind::RelatedImage => "relatedImage",
@@ -101,16 +101,16 @@ pub fn kind_name(kind: ImageKind) -> &'static str {
 
 /// An image wanted before its digest is known.
 #[derive(Clone, Debug)]
-pub struct Wanted {
-    pub source: String,
-    pub kind: ImageKind,
-    pub target_repo: Option<String>,
-    pub target_tag: Option<String>,
+pub(crate) struct Wanted {
+    pub(crate) source: String,
+    pub(crate) kind: ImageKind,
+    pub(crate) target_repo: Option<String>,
+    pub(crate) target_tag: Option<String>,
 }
 
 /// The bundle images and every relatedImage of a (filtered) catalog, each once, in catalog
 /// order; a bundle image listed again as a relatedImage stays a bundle.
-pub fn catalog_images(fbc: &DeclarativeConfig) -> Vec<Wanted> {
+pub(crate) fn catalog_images(fbc: &DeclarativeConfig) -> Vec<Wanted> {
     let mut seen = BTreeSet::new();
     let mut out = Vec::new();
     let mut add = |image: &str, kind| {
@@ -134,7 +134,7 @@ pub fn catalog_images(fbc: &DeclarativeConfig) -> Vec<Wanted> {
     out
 }
 
-pub fn additional_images(images: &[AdditionalImage]) -> Vec<Wanted> {
+pub(crate) fn additional_images(images: &[AdditionalImage]) -> Vec<Wanted> {
     images
         .iter()
         .map(|a| Wanted {
@@ -147,7 +147,7 @@ pub fn additional_images(images: &[AdditionalImage]) -> Vec<Wanted> {
 }
 
 /// Splits off the images a blockedImages pattern matches (against the whole reference).
-pub fn block(wanted: Vec<Wanted>, patterns: &[BlockedImage]) -> (Vec<Wanted>, Vec<Blocked>) {
+pub(crate) fn block(wanted: Vec<Wanted>, patterns: &[BlockedImage]) -> (Vec<Wanted>, Vec<Blocked>) {
     let compiled: Vec<(regex::Regex, &str)> = patterns
         .iter()
         .filter_map(|p| Some((regex::Regex::new(&p.name).ok()?, p.name.as_str())))
@@ -166,7 +166,7 @@ pub fn block(wanted: Vec<Wanted>, patterns: &[BlockedImage]) -> (Vec<Wanted>, Ve
     (kept, blocked)
 }
 
-pub fn parse_reference(image: &str) -> Result<Reference, String> {
+pub(crate) fn parse_reference(image: &str) -> Result<Reference, String> {
     image
         .strip_prefix("docker://")
         .unwrap_or(image)
@@ -176,7 +176,7 @@ pub fn parse_reference(image: &str) -> Result<Reference, String> {
 
 /// Resolves every tag to the digest it names now (a few requests at a time) and places each
 /// image below the destination. Images are deduplicated by reference, first kind wins.
-pub async fn resolve(
+pub(crate) async fn resolve(
     registry: Arc<Registry>,
     wanted: Vec<Wanted>,
     parallel: usize,
@@ -266,14 +266,14 @@ fn has_tag(image: &str) -> bool {
 }
 
 /// The tag oc-mirror v2 gives an image that has only a digest: `sha256-<hex>`.
-pub fn digest_tag(digest: &str) -> String {
+pub(crate) fn digest_tag(digest: &str) -> String {
     digest.replacen(':', "-", 1)
 }
 
 /// Rebuilds a catalog image from its filtered FBC (as `build catalog` does) into `staging`
 /// and places it: `targetCatalog` or the source path, `targetTag` or the source tag or
 /// `sha256-<hex>` of the rebuilt image.
-pub fn rebuild_catalog(
+pub(crate) fn rebuild_catalog(
     op: &Operators,
     filtered: &DeclarativeConfig,
     staging: &Layout,

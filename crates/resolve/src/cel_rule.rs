@@ -132,7 +132,7 @@ impl CelRule {
     }
 
     /// [`CelRule::matches`] with the property values already decoded by [`decode`].
-    pub fn matches_decoded(
+    pub(crate) fn matches_decoded(
         &self,
         properties: &[Property],
         values: &[Option<serde_json::Value>],

@@ -4,7 +4,7 @@
 
 /// How the value is read.
 #[derive(Clone, Copy, PartialEq, Eq)]
-pub enum Read {
+pub(crate) enum Read {
     /// `json.Unmarshal`: the whole text is one value.
     Whole,
     /// `json.Decoder.Decode`: the first value; whatever follows it is not read.
@@ -46,7 +46,7 @@ enum State {
 }
 
 /// The syntax error Go reports for `text`, if any.
-pub fn syntax_error(text: &str, read: Read) -> Option<String> {
+pub(crate) fn syntax_error(text: &str, read: Read) -> Option<String> {
     let mut scanner = Scanner {
         state: State::BeginValue,
         stack: Vec::new(),

@@ -24,4 +24,3 @@ pub mod v1;
 
 pub use cel_rule::CelRule;
 pub use olm_constraint::OlmConstraint;
-pub use predicate::{Predicate, Subject};

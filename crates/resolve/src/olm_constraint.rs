@@ -11,18 +11,18 @@ use super::go_json::{Read, syntax_error};
 use super::predicate::Predicate;
 
 /// Upstream's limit (`2 << 16`); its comment says 64 KB but this is what it enforces.
-pub const MAX_CONSTRAINT_SIZE: usize = 131_072;
+pub(crate) const MAX_CONSTRAINT_SIZE: usize = 131_072;
 
 /// A decoded constraint; its kind is the first non-null of `gvk`, `package`, `all`, `any`,
 /// `not`, `cel`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct OlmConstraint {
-    pub failure_message: String,
-    pub kind: ConstraintKind,
+    pub(crate) failure_message: String,
+    pub(crate) kind: ConstraintKind,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum ConstraintKind {
+pub(crate) enum ConstraintKind {
     Gvk(Gvk),
     Package {
         package_name: String,

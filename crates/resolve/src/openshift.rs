@@ -9,8 +9,8 @@ pub const MAX_OPENSHIFT_VERSION: &str = "olm.maxOpenShiftVersion";
 /// An OpenShift `major.minor`, normalised so that 4.23 and 5.0 are the same release.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Minor {
-    pub major: u64,
-    pub minor: u64,
+    pub(crate) major: u64,
+    pub(crate) minor: u64,
 }
 
 impl Minor {
@@ -67,7 +67,7 @@ fn single_value(properties: &[Property]) -> Result<Option<&str>, String> {
 
 /// Classic reading (§4.1): the value with its quotes stripped, parsed tolerantly, and
 /// required to be exactly `major.minor` (build metadata aside).
-pub fn classic_max(properties: &[Property]) -> Result<Option<Minor>, String> {
+pub(crate) fn classic_max(properties: &[Property]) -> Result<Option<Minor>, String> {
     let Some(raw) = single_value(properties)? else {
         return Ok(None);
     };

@@ -10,23 +10,23 @@ use catalog::types::Property;
 
 use super::cel_rule::CelRule;
 
-pub const LABEL: &str = "olm.label";
+pub(crate) const LABEL: &str = "olm.label";
 
 /// What a predicate is evaluated against: one catalog entry or installed operator.
 #[derive(Clone, Copy, Debug)]
-pub struct Subject<'a> {
+pub(crate) struct Subject<'a> {
     /// The package the entry is listed under in its catalog (empty for installed CSVs).
-    pub package: &'a str,
+    pub(crate) package: &'a str,
     /// The entry's own (tolerantly parsed) version, if it has one.
-    pub version: Option<&'a Version>,
-    pub properties: &'a [Property],
+    pub(crate) version: Option<&'a Version>,
+    pub(crate) properties: &'a [Property],
     /// `properties[i]`'s value decoded by [`decode`], `None` when it is not JSON. Decoded
     /// once per entry because an entry is tested against many requirements.
-    pub values: &'a [Option<serde_json::Value>],
+    pub(crate) values: &'a [Option<serde_json::Value>],
 }
 
 /// The JSON values of `properties`, in order.
-pub fn decode(properties: &[Property]) -> Vec<Option<serde_json::Value>> {
+pub(crate) fn decode(properties: &[Property]) -> Vec<Option<serde_json::Value>> {
     properties
         .iter()
         .map(|p| serde_json::from_str(&p.value).ok())
@@ -54,7 +54,7 @@ pub enum Predicate {
 }
 
 impl Predicate {
-    pub fn matches(&self, s: &Subject<'_>) -> bool {
+    pub(crate) fn matches(&self, s: &Subject<'_>) -> bool {
         match self {
             Predicate::Gvk(gvk) => values_of(s, GVK).any(|v| {
                 str_field(v, "group") == Some(&gvk.group)

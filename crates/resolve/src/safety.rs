@@ -63,16 +63,19 @@ pub struct ClusterCrd {
 
 /// What the checks read from a bundle.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct BundleManifests {
+pub(crate) struct BundleManifests {
     /// The CSV, or the `olm.csv.metadata` value standing in for its `spec` fields.
-    pub csv: Option<Value>,
-    pub crds: Vec<Value>,
+    pub(crate) csv: Option<Value>,
+    pub(crate) crds: Vec<Value>,
 }
 
 impl BundleManifests {
     /// Sorts manifests (JSON texts) into the CSV and the CRDs; `csv_metadata` is the
     /// bundle's `olm.csv.metadata` value, used when no CSV is among them.
-    pub fn from_json(objects: &[String], csv_metadata: Option<&str>) -> Result<Self, String> {
+    pub(crate) fn from_json(
+        objects: &[String],
+        csv_metadata: Option<&str>,
+    ) -> Result<Self, String> {
         let mut out = BundleManifests::default();
         for text in objects {
             let v: Value = serde_json::from_str(text)
@@ -115,7 +118,7 @@ impl BundleManifests {
 /// Why the OperatorGroup `og` of `namespace` cannot run the bundle, as OLM decides it
 /// (InstallModeSet.Supports); None when it can. A bundle whose CSV is unknown passes: only
 /// the install step could tell.
-pub fn install_mode_refusal(
+pub(crate) fn install_mode_refusal(
     manifests: &BundleManifests,
     namespace: &str,
     og: &OperatorGroup,
@@ -170,7 +173,7 @@ fn describe_targets(targets: &[String]) -> String {
 /// Why a step to a bundle with these CRDs would lose data or break clients: each CRD
 /// version that the cluster still serves or still stores and that the bundle's CRD no
 /// longer lists. Empty when the step is safe.
-pub fn crd_refusals(manifests: &BundleManifests, cluster: &[ClusterCrd]) -> Vec<String> {
+pub(crate) fn crd_refusals(manifests: &BundleManifests, cluster: &[ClusterCrd]) -> Vec<String> {
     let mut out = Vec::new();
     for crd in &manifests.crds {
         let name = crd
@@ -223,7 +226,7 @@ fn crd_versions(crd: &Value) -> BTreeSet<String> {
 
 /// The CRDs as the cluster has them after a step installs `manifests`: the new served
 /// versions, and the storage version added to the stored ones.
-pub fn apply_crds(cluster: &mut Vec<ClusterCrd>, manifests: &BundleManifests) {
+pub(crate) fn apply_crds(cluster: &mut Vec<ClusterCrd>, manifests: &BundleManifests) {
     for crd in &manifests.crds {
         let Some(name) = crd.pointer("/metadata/name").and_then(Value::as_str) else {
             continue;
@@ -264,7 +267,7 @@ pub fn apply_crds(cluster: &mut Vec<ClusterCrd>, manifests: &BundleManifests) {
 /// The OperatorGroups other than the namespace's own whose target namespaces overlap its
 /// own and that already provide one of the bundle's APIs (OLM refuses such a CSV with
 /// `InterOperatorGroupOwnerConflict`): one warning per group.
-pub fn api_conflicts(
+pub(crate) fn api_conflicts(
     properties: &[Property],
     own: &OperatorGroup,
     others: &[OperatorGroup],
@@ -326,7 +329,7 @@ fn overlapping(a: &[String], b: &[String]) -> Option<String> {
 /// Which operators (name, properties) block the cluster's next minor upgrade under
 /// `olm.maxOpenShiftVersion` (§4.1 for classic, §4.2 for v1): one sentence per blocker, in
 /// input order. Errors name the cluster version that cannot be read.
-pub fn openshift_blockers(
+pub(crate) fn openshift_blockers(
     v1: bool,
     cluster_version: &str,
     operators: &[(&str, &[Property])],

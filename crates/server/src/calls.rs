@@ -18,8 +18,8 @@ use tower::{Layer, Service};
 use tracing::Instrument;
 
 #[derive(Clone, Default)]
-pub struct CallsLayer {
-    pub metrics: Option<Arc<Metrics>>,
+pub(crate) struct CallsLayer {
+    pub(crate) metrics: Option<Arc<Metrics>>,
 }
 
 impl<S> Layer<S> for CallsLayer {
@@ -34,7 +34,7 @@ impl<S> Layer<S> for CallsLayer {
 }
 
 #[derive(Clone)]
-pub struct Calls<S> {
+pub(crate) struct Calls<S> {
     inner: S,
     metrics: Option<Arc<Metrics>>,
 }

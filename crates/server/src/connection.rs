@@ -29,7 +29,7 @@ const MAX_ACCEPT_BACKOFF: Duration = Duration::from_secs(1);
 
 /// What the calls of one connection share; every request carries it as an extension.
 #[derive(Clone)]
-pub struct Peer(Arc<PeerState>);
+pub(crate) struct Peer(Arc<PeerState>);
 
 struct PeerState {
     open_calls: AtomicUsize,
@@ -58,7 +58,7 @@ impl Peer {
 
     /// Counts a call as open until the returned guard is dropped (its answer fully sent or
     /// abandoned): a connection with an open call is never idle.
-    pub fn open_call(&self) -> OpenCall {
+    pub(crate) fn open_call(&self) -> OpenCall {
         self.0.open_calls.fetch_add(1, Ordering::AcqRel);
         OpenCall(self.clone())
     }
@@ -66,7 +66,7 @@ impl Peer {
     /// Reserves room for `bytes` of answer, waiting while this connection (or the server as a
     /// whole) holds as much unsent answer as it may. One answer larger than the whole
     /// allowance is let through alone, so that it can still be served.
-    pub async fn reserve(&self, bytes: usize) -> Reserved {
+    pub(crate) async fn reserve(&self, bytes: usize) -> Reserved {
         let state = &self.0;
         let kib = bytes.div_ceil(1024).clamp(1, state.buffer_cap_kib as usize) as u32;
         // Always the connection's own allowance first: one order, no deadlock between calls.
@@ -88,7 +88,7 @@ impl Peer {
 }
 
 /// A call counted as open on its connection.
-pub struct OpenCall(Peer);
+pub(crate) struct OpenCall(Peer);
 
 impl Drop for OpenCall {
     fn drop(&mut self) {
@@ -102,14 +102,14 @@ impl Drop for OpenCall {
 /// Room held for an answer until it is sent (see [`Peer::reserve`]). Cloneable because it
 /// travels as a response extension to the layer that ties it to the response body.
 #[derive(Clone)]
-pub struct Reserved {
+pub(crate) struct Reserved {
     _permits: Arc<(Option<OwnedSemaphorePermit>, Option<OwnedSemaphorePermit>)>,
 }
 
 /// Accepted connections, at most `limits.max_connections` open at once: past that, new ones
 /// wait in the kernel's listen backlog. Running out of file descriptors slows accepting down
 /// (with a warning) instead of spinning on the error.
-pub fn incoming(
+pub(crate) fn incoming(
     listener: TcpListener,
     limits: Arc<Limits>,
 ) -> impl Stream<Item = Result<Conn, std::convert::Infallible>> {
@@ -207,7 +207,7 @@ fn out_of_resources(e: &io::Error) -> bool {
 /// before its preface, or idle (no call open) for too long. The timer is looked at when it
 /// fires, and set again for the earliest moment the connection could be due, so an idle
 /// connection closes between one and two idle timeouts after its last call.
-pub struct Conn {
+pub(crate) struct Conn {
     io: TcpStream,
     peer: Peer,
     _slot: OwnedSemaphorePermit,

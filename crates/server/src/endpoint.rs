@@ -23,7 +23,7 @@ const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
 /// scraper reads.
 const TEXT_FORMAT: &str = "text/plain; version=0.0.4; charset=utf-8";
 
-pub async fn serve(
+pub(crate) async fn serve(
     listener: TcpListener,
     metrics: Arc<Metrics>,
     ready: watch::Receiver<ServingStatus>,

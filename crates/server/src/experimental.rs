@@ -13,8 +13,8 @@ use tonic::{Request, Response, Status};
 
 const ACK_HEADER: &str = "x-acknowledge-experimental";
 
-pub struct ExperimentalService {
-    pub catalog: ServedCatalog,
+pub(crate) struct ExperimentalService {
+    pub(crate) catalog: ServedCatalog,
 }
 
 type Streamed = Pin<Box<dyn Stream<Item = Result<RawMessage, Status>> + Send>>;

@@ -9,11 +9,11 @@ use tonic_health::pb::health_check_response::ServingStatus;
 use tonic_health::pb::health_server::Health;
 use tonic_health::pb::{HealthCheckRequest, HealthCheckResponse};
 
-pub struct HealthService {
+pub(crate) struct HealthService {
     status: watch::Receiver<ServingStatus>,
 }
 
-pub fn health() -> (watch::Sender<ServingStatus>, HealthService) {
+pub(crate) fn health() -> (watch::Sender<ServingStatus>, HealthService) {
     let (tx, rx) = watch::channel(ServingStatus::NotServing);
     (tx, HealthService { status: rx })
 }

@@ -59,7 +59,7 @@ const CODES: [&str; 17] = [
 ];
 
 /// The handles one gRPC method's calls update.
-pub struct MethodMetrics {
+pub(crate) struct MethodMetrics {
     started: IntCounter,
     handled: [IntCounter; CODES.len()],
     seconds: Histogram,
@@ -92,7 +92,7 @@ pub(super) fn code_name(code: i32) -> &'static str {
 
 /// How a resolution request ended, as the metrics count it.
 #[derive(Clone, Copy)]
-pub enum ResolutionOutcome {
+pub(crate) enum ResolutionOutcome {
     Resolved,
     /// The request was valid; no consistent set of bundles exists (or some request in it
     /// could not be met).
@@ -115,18 +115,18 @@ impl ResolutionOutcome {
 }
 
 /// What is known about a loaded catalog.
-pub struct CatalogFacts {
-    pub digest: String,
-    pub packages: i64,
-    pub channels: i64,
-    pub bundles: i64,
-    pub index_bytes: i64,
+pub(crate) struct CatalogFacts {
+    pub(crate) digest: String,
+    pub(crate) packages: i64,
+    pub(crate) channels: i64,
+    pub(crate) bundles: i64,
+    pub(crate) index_bytes: i64,
     /// The index was reused from the cache directory (no ingest).
-    pub warm: bool,
-    pub load: Duration,
+    pub(crate) warm: bool,
+    pub(crate) load: Duration,
 }
 
-pub struct Metrics {
+pub(crate) struct Metrics {
     registry: Registry,
     /// Keyed by the request path, `/package.Service/Method`.
     methods: HashMap<String, Arc<MethodMetrics>>,
@@ -159,7 +159,7 @@ impl Metrics {
     /// `descriptor_sets` are the encoded `FileDescriptorSet`s of every service served: each
     /// of their methods gets its series at once, as go-grpc-prometheus's InitializeMetrics
     /// does, so that rates start from zero instead of from the first call.
-    pub fn new(descriptor_sets: &[&[u8]]) -> Metrics {
+    pub(crate) fn new(descriptor_sets: &[&[u8]]) -> Metrics {
         let registry = Registry::new();
         let grpc_labels = ["grpc_type", "grpc_service", "grpc_method"];
         let started = registered(

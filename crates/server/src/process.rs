@@ -38,12 +38,12 @@ const FIGURES: [(&str, &str, MetricType); 6] = [
     ),
 ];
 
-pub struct ProcessCollector {
+pub(crate) struct ProcessCollector {
     descs: Vec<Desc>,
 }
 
 impl ProcessCollector {
-    pub fn new() -> ProcessCollector {
+    pub(crate) fn new() -> ProcessCollector {
         let descs = FIGURES
             .iter()
             .map(|(name, help, _)| {

@@ -16,8 +16,8 @@ use tonic::{Request, Response, Status};
 
 type Streamed<T> = Pin<Box<dyn Stream<Item = Result<T, Status>> + Send>>;
 
-pub struct RegistryService {
-    pub catalog: ServedCatalog,
+pub(crate) struct RegistryService {
+    pub(crate) catalog: ServedCatalog,
 }
 
 /// A stream of answers computed in full first: upstream sends nothing when the answer is an

@@ -26,22 +26,22 @@ const BULK_CONNECTIONS: usize = store::MAX_CONNECTIONS / 2;
 
 /// The handle every service holds: the index once published, and the connections to it.
 #[derive(Clone)]
-pub struct ServedCatalog {
+pub(crate) struct ServedCatalog {
     rx: watch::Receiver<Option<Arc<Store>>>,
     connections: Arc<Semaphore>,
     bulk: Arc<Semaphore>,
 }
 
 /// Makes the catalog available once it is loaded.
-pub struct Publisher(watch::Sender<Option<Arc<Store>>>);
+pub(crate) struct Publisher(watch::Sender<Option<Arc<Store>>>);
 
 impl Publisher {
-    pub fn publish(&self, store: Arc<Store>) {
+    pub(crate) fn publish(&self, store: Arc<Store>) {
         self.0.send_replace(Some(store));
     }
 }
 
-pub fn loading() -> (Publisher, ServedCatalog) {
+pub(crate) fn loading() -> (Publisher, ServedCatalog) {
     let (tx, rx) = watch::channel(None);
     let catalog = ServedCatalog {
         rx,
@@ -53,7 +53,7 @@ pub fn loading() -> (Publisher, ServedCatalog) {
 
 /// Caps a message that may echo what a client sent, so that an answer's grpc-message stays
 /// small whatever the request held.
-pub fn bounded(message: String) -> String {
+pub(crate) fn bounded(message: String) -> String {
     const MAX: usize = 1024;
     if message.len() <= MAX {
         return message;
@@ -75,7 +75,7 @@ fn to_status(e: QueryError) -> Status {
 
 /// A keyset-paged query: calls `send` with each row's key and message, in key order,
 /// starting after the given key, until `send` returns false.
-pub type Paged = dyn Fn(&Connection, i64, &mut dyn FnMut(i64, Bytes) -> bool) -> Result<(), QueryError>
+pub(crate) type Paged = dyn Fn(&Connection, i64, &mut dyn FnMut(i64, Bytes) -> bool) -> Result<(), QueryError>
     + Send
     + Sync;
 
@@ -95,7 +95,7 @@ impl ServedCatalog {
     }
 
     /// Runs one query on a blocking thread once a connection is free.
-    pub async fn query<T, F>(&self, f: F) -> Result<T, Status>
+    pub(crate) async fn query<T, F>(&self, f: F) -> Result<T, Status>
     where
         F: FnOnce(&Connection) -> Result<T, QueryError> + Send + 'static,
         T: Send + 'static,
@@ -118,7 +118,7 @@ impl ServedCatalog {
 
     /// Runs a bulk read (a batch of a download) like [`Self::query`], but only while fewer
     /// than [`BULK_CONNECTIONS`] other bulk reads run.
-    pub async fn bulk_query<T, F>(&self, f: F) -> Result<T, Status>
+    pub(crate) async fn bulk_query<T, F>(&self, f: F) -> Result<T, Status>
     where
         F: FnOnce(&Connection) -> Result<T, QueryError> + Send + 'static,
         T: Send + 'static,
@@ -136,7 +136,7 @@ impl ServedCatalog {
     /// connection (`peer`) before it is read and held while it is sent, so a caller that does
     /// not read holds one page per stream at most, within its connection's allowance. The
     /// stream stops when the caller goes away.
-    pub async fn stream(
+    pub(crate) async fn stream(
         &self,
         peer: Option<Peer>,
         query: Arc<Paged>,

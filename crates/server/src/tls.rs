@@ -28,7 +28,7 @@ use tracing::{info, warn};
 
 /// How often the files are looked at, at most: a rotation is seen within this long, and a busy
 /// listener pays for two `stat` calls per interval, not per connection.
-pub const CHECK_INTERVAL: Duration = Duration::from_secs(1);
+pub(crate) const CHECK_INTERVAL: Duration = Duration::from_secs(1);
 
 /// Largest certificate or key file read. A PEM chain is a few KiB; this only stops a wrong path
 /// (a log, a disk image) from being read whole.

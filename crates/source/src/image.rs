@@ -121,7 +121,7 @@ pub async fn fetch(registry: &Registry, reference: &str) -> Result<Fetched, Erro
 
 /// An image's file system in a private directory (removed when dropped), and its labels.
 pub struct Unpacked {
-    pub dir: ScratchDir,
+    pub(crate) dir: ScratchDir,
     pub content: PathBuf,
     pub labels: std::collections::BTreeMap<String, String>,
 }

@@ -12,7 +12,7 @@ use tracing::{info, warn};
 use unfinished::ScratchDir;
 
 /// The directory inside `--cache-dir` that holds our index.
-pub const CACHE_SUBDIR: &str = "olm-registry.v1";
+pub(crate) const CACHE_SUBDIR: &str = "olm-registry.v1";
 const INDEX_FILE: &str = "index.db";
 
 #[derive(Debug)]
@@ -149,7 +149,7 @@ pub fn open_or_build(opts: &CacheOptions<'_>) -> Result<OpenIndex, CacheError> {
     }
 }
 
-pub fn index_path(cache_dir: &Path) -> PathBuf {
+pub(crate) fn index_path(cache_dir: &Path) -> PathBuf {
     cache_dir.join(CACHE_SUBDIR).join(INDEX_FILE)
 }
 

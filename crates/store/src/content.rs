@@ -15,7 +15,7 @@ use std::io::Write;
 use std::sync::{Arc, mpsc};
 
 /// One document as catalogd stores it.
-pub struct Line {
+pub(crate) struct Line {
     /// The canonical JSON text and its `\n`.
     text: String,
     schema: String,
@@ -26,7 +26,7 @@ pub struct Line {
 impl Line {
     /// The line of a decoded document. `schema`, `package` and `name` are found as the
     /// decoder finds them (case-insensitively); the text keeps the source's spelling of keys.
-    pub fn of(doc: &Value) -> Line {
+    pub(crate) fn of(doc: &Value) -> Line {
         let mut text = String::new();
         write_canonical(doc, &mut text);
         text.push('\n');

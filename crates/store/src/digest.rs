@@ -58,7 +58,7 @@ impl Hasher {
 /// Reads the files as the loader does (the same links followed, the same files refused), so
 /// that a catalog the loader would refuse is refused here with the loader's words; every
 /// file that cannot be read is named, as the loader names them.
-pub fn catalog_digest(root: &Path, format_version: u32) -> Result<String, Vec<LoadError>> {
+pub(crate) fn catalog_digest(root: &Path, format_version: u32) -> Result<String, Vec<LoadError>> {
     let mut hasher = Hasher::new(format_version);
     let mut errors = Vec::new();
     for file in all_files(root)? {
@@ -75,7 +75,7 @@ pub fn catalog_digest(root: &Path, format_version: u32) -> Result<String, Vec<Lo
 
 /// [`catalog_digest`] of a directory holding one file, `rel`, whose content is `data`: a
 /// catalog made in memory digests as the directory it would once have been written to.
-pub fn one_file_digest(rel: &str, data: &[u8], format_version: u32) -> String {
+pub(crate) fn one_file_digest(rel: &str, data: &[u8], format_version: u32) -> String {
     let mut hasher = Hasher::new(format_version);
     hasher.bytes(rel, data);
     hasher.finish()
@@ -92,7 +92,7 @@ const HELD_MAX: usize = 64 << 20;
 /// where a name sorts before `/` (a directory `a` is walked before its sibling `a-b`, whose
 /// path sorts first): a file that arrives before its turn is held until then, and a file the
 /// ingest does not read is read here at its turn.
-pub struct DigestOfReads {
+pub(crate) struct DigestOfReads {
     hasher: Hasher,
     /// Every file, in digest order.
     files: Vec<CatalogFile>,
@@ -111,7 +111,7 @@ pub struct DigestOfReads {
 
 impl DigestOfReads {
     /// For the catalog at `root`, whose ingest reads `ingested`.
-    pub fn new(
+    pub(crate) fn new(
         root: &Path,
         format_version: u32,
         ingested: &[CatalogFile],
@@ -144,7 +144,7 @@ impl DigestOfReads {
     }
 
     /// Moves the hashing to a thread of `scope`, off the path of the ingest's writer.
-    pub fn on_thread<'scope>(
+    pub(crate) fn on_thread<'scope>(
         mut self,
         scope: &'scope std::thread::Scope<'scope, '_>,
     ) -> DigestThread<'scope> {
@@ -159,7 +159,7 @@ impl DigestOfReads {
     }
 
     /// The bytes the ingest read from the file at `rel`.
-    pub fn add(&mut self, rel: &str, data: Vec<u8>) {
+    pub(crate) fn add(&mut self, rel: &str, data: Vec<u8>) {
         if self.overflowed {
             return;
         }
@@ -193,7 +193,7 @@ impl DigestOfReads {
 
     /// The digest, once the ingest has added every file it read; `None` when it has to be
     /// computed by [`catalog_digest`] after all.
-    pub fn finish(self) -> Result<Option<String>, Vec<LoadError>> {
+    pub(crate) fn finish(self) -> Result<Option<String>, Vec<LoadError>> {
         if !self.errors.is_empty() {
             Err(self.errors)
         } else if self.overflowed || self.next < self.files.len() {
@@ -205,20 +205,20 @@ impl DigestOfReads {
 }
 
 /// A [`DigestOfReads`] running on a thread of its own.
-pub struct DigestThread<'scope> {
+pub(crate) struct DigestThread<'scope> {
     tx: mpsc::SyncSender<(String, Vec<u8>)>,
     handle: std::thread::ScopedJoinHandle<'scope, DigestOfReads>,
 }
 
 impl DigestThread<'_> {
     /// See [`DigestOfReads::add`].
-    pub fn add(&self, rel: String, data: Vec<u8>) {
+    pub(crate) fn add(&self, rel: String, data: Vec<u8>) {
         // The thread takes everything until the sender is dropped, so this cannot fail.
         let _ = self.tx.send((rel, data));
     }
 
     /// See [`DigestOfReads::finish`].
-    pub fn finish(self) -> Result<Option<String>, Vec<LoadError>> {
+    pub(crate) fn finish(self) -> Result<Option<String>, Vec<LoadError>> {
         drop(self.tx);
         match self.handle.join() {
             Ok(digest) => digest.finish(),

@@ -14,25 +14,29 @@ const CSV_JSON: u32 = 4;
 const OBJECT: u32 = 5;
 
 /// The stored pieces of one per-channel bundle, borrowed from a result row.
-pub struct BundleParts<'a> {
+pub(crate) struct BundleParts<'a> {
     /// Every field that is the same in all channels: names, image, APIs, properties,
     /// dependencies, version, deprecation.
-    pub common: &'a [u8],
+    pub(crate) common: &'a [u8],
     /// The encoded `object` fields (empty when not fetched).
-    pub objects: &'a [u8],
+    pub(crate) objects: &'a [u8],
     /// Where the CSV's text sits inside `objects`, when the CSV is one of them.
-    pub csv_range: Option<(usize, usize)>,
+    pub(crate) csv_range: Option<(usize, usize)>,
     /// A CSV synthesised from `olm.csv.metadata`, when the bundle ships no CSV object.
-    pub csv_synth: Option<&'a [u8]>,
+    pub(crate) csv_synth: Option<&'a [u8]>,
     /// channelName and skipRange.
-    pub tail: &'a [u8],
+    pub(crate) tail: &'a [u8],
     /// replaces and skips.
-    pub edges: &'a [u8],
+    pub(crate) edges: &'a [u8],
 }
 
 /// Puts a bundle back together. Point lookups leave out `edges` (upstream trims replaces and
 /// skips there); ListBundles leaves out manifests of bundles that have an image.
-pub fn assemble_bundle(p: &BundleParts<'_>, with_edges: bool, with_manifests: bool) -> Bytes {
+pub(crate) fn assemble_bundle(
+    p: &BundleParts<'_>,
+    with_edges: bool,
+    with_manifests: bool,
+) -> Bytes {
     let mut out = BytesMut::with_capacity(
         p.common.len()
             + p.tail.len()
@@ -73,7 +77,7 @@ fn put_bytes_field(out: &mut BytesMut, field: u32, data: &[u8]) {
 }
 
 /// Encodes the `object` fields and returns where the object at `csv_index` has its text.
-pub fn encode_objects(
+pub(crate) fn encode_objects(
     objects: &[String],
     csv_index: Option<usize>,
 ) -> (Vec<u8>, Option<(usize, usize)>) {
@@ -94,7 +98,7 @@ pub fn encode_objects(
     (out, csv_range)
 }
 
-pub fn encode_tail(channel: &str, skip_range: &str) -> Vec<u8> {
+pub(crate) fn encode_tail(channel: &str, skip_range: &str) -> Vec<u8> {
     api::Bundle {
         channel_name: channel.to_owned(),
         skip_range: skip_range.to_owned(),
@@ -103,7 +107,7 @@ pub fn encode_tail(channel: &str, skip_range: &str) -> Vec<u8> {
     .encode_to_vec()
 }
 
-pub fn encode_edges(replaces: &str, skips: &[String]) -> Vec<u8> {
+pub(crate) fn encode_edges(replaces: &str, skips: &[String]) -> Vec<u8> {
     api::Bundle {
         replaces: replaces.to_owned(),
         skips: skips.to_vec(),

@@ -56,13 +56,12 @@ impl From<rusqlite::Error> for IngestError {
 /// What an ingest did, for logs and benchmarks.
 #[derive(Debug, Default, Clone)]
 pub struct Summary {
-    pub files: usize,
-    pub bytes: u64,
-    pub packages: usize,
-    pub bundles: usize,
-    pub entries: usize,
-    pub custom_documents: usize,
-    pub elapsed: Duration,
+    pub(crate) bytes: u64,
+    pub(crate) packages: usize,
+    pub(crate) bundles: usize,
+    pub(crate) entries: usize,
+    pub(crate) custom_documents: usize,
+    pub(crate) elapsed: Duration,
 }
 
 /// A bundle as a worker hands it to the writer: manifests already decoded and split off.
@@ -119,7 +118,7 @@ impl Rendered {
         }
     }
 
-    pub fn digest(&self, format_version: u32) -> String {
+    pub(crate) fn digest(&self, format_version: u32) -> String {
         one_file_digest(RENDERED_FILE, &self.json, format_version)
     }
 
@@ -140,15 +139,15 @@ impl Input<'_> {
 
 /// The name of the file an ingest writes before renaming it into place: `.index-*.db.partial`,
 /// locked (`flock`) by the process writing it.
-pub const PARTIAL_PREFIX: &str = ".index-";
-pub const PARTIAL_SUFFIX: &str = ".db.partial";
+pub(crate) const PARTIAL_PREFIX: &str = ".index-";
+pub(crate) const PARTIAL_SUFFIX: &str = ".db.partial";
 
 /// Builds the index for `input` into `target`, replacing it only on success. The index
 /// records `digest`, the catalog's content digest; without one, it is computed from the
 /// ingest's own reads. With `catalogd_content` it also holds what the catalogd HTTP API
 /// serves (every document's line and the compressed `/all`): that costs a share of the
 /// ingest's CPU and more than doubles the index, so only a server that answers HTTP asks.
-pub fn build_index(
+pub(crate) fn build_index(
     input: Input<'_>,
     target: &Path,
     digest: Option<&str>,
@@ -222,16 +221,14 @@ fn load(
         errors: Vec::new(),
         bytes: 0,
     };
-    let (digest, files) = match input {
-        Input::Dir(root) => (read_dir(root, files, &mut sink, digest)?, files.len()),
+    let digest = match input {
+        Input::Dir(root) => read_dir(root, files, &mut sink, digest)?,
         Input::Rendered(rendered) => {
             match parse_rendered(rendered, catalogd_content) {
                 Ok(file) => sink.take(file)?,
                 Err(e) => sink.errors.extend(e),
             }
-            let digest =
-                digest.map_or_else(|| rendered.digest(schema::CURRENT_VERSION), str::to_owned);
-            (digest, 1)
+            digest.map_or_else(|| rendered.digest(schema::CURRENT_VERSION), str::to_owned)
         }
     };
     let Sink {
@@ -244,7 +241,6 @@ fn load(
         return Err(IngestError::Load(errors));
     }
     let mut summary = Summary {
-        files,
         bytes,
         ..Default::default()
     };

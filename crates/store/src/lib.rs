@@ -42,7 +42,7 @@ pub struct Store {
 }
 
 #[derive(Debug)]
-pub struct OpenError(pub String);
+pub(crate) struct OpenError(pub String);
 
 impl std::fmt::Display for OpenError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -61,7 +61,7 @@ impl Store {
     /// moment. Every connection must read the file that was checked, so all of them are
     /// opened here and the path is checked to name the same file before and after; a file
     /// replaced in between is opened again.
-    pub fn open(path: &Path) -> Result<Store, OpenError> {
+    pub(crate) fn open(path: &Path) -> Result<Store, OpenError> {
         let fail = |e: &dyn std::fmt::Display| OpenError(format!("{}: {e}", path.display()));
         for _ in 0..3 {
             let before = identity(path).map_err(|e| match e.kind() {
@@ -94,7 +94,7 @@ impl Store {
     }
 
     /// Whether the index holds what the catalogd HTTP API serves.
-    pub fn has_catalogd_content(&self) -> bool {
+    pub(crate) fn has_catalogd_content(&self) -> bool {
         self.catalogd_content
     }
 

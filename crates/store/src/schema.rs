@@ -32,11 +32,11 @@ const MIGRATIONS: &[(u32, &str, &str, bool)] = &[
 ];
 
 /// The version a complete index has; an index at any other version is rebuilt.
-pub const CURRENT_VERSION: u32 = MIGRATIONS[MIGRATIONS.len() - 1].0;
+pub(crate) const CURRENT_VERSION: u32 = MIGRATIONS[MIGRATIONS.len() - 1].0;
 
 /// Which migrations to apply.
 #[derive(Clone, Copy, PartialEq, Eq)]
-pub enum Stage {
+pub(crate) enum Stage {
     /// Those creating what the load writes into. Ingest applies these, loads, then applies
     /// the rest, so that lookup indexes are built once over the loaded rows instead of row by
     /// row.
@@ -46,7 +46,7 @@ pub enum Stage {
 }
 
 /// Applies, in order, every migration of `stage` not applied yet.
-pub fn migrate(conn: &Connection, stage: Stage) -> rusqlite::Result<()> {
+pub(crate) fn migrate(conn: &Connection, stage: Stage) -> rusqlite::Result<()> {
     conn.execute_batch(
         "CREATE TABLE IF NOT EXISTS schema_migration (
              version INTEGER PRIMARY KEY, name TEXT NOT NULL)",
@@ -78,7 +78,7 @@ pub fn migrate(conn: &Connection, stage: Stage) -> rusqlite::Result<()> {
     Ok(())
 }
 
-pub fn version(conn: &Connection) -> rusqlite::Result<u32> {
+pub(crate) fn version(conn: &Connection) -> rusqlite::Result<u32> {
     conn.query_row("PRAGMA user_version", [], |r| r.get(0))
 }
 

@@ -17,7 +17,7 @@ const MARK: &str = "__olm_registry_lifted_scalar_";
 /// A document with its long scalars lifted out.
 pub(super) struct Lifted<'a> {
     /// The document text with markers in place of the scalars (same lines, shorter).
-    pub text: Vec<u8>,
+    pub(crate) text: Vec<u8>,
     scalars: Vec<&'a [u8]>,
 }
 

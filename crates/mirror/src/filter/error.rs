@@ -6,7 +6,7 @@ use std::fmt;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FilterError {
     /// The `operators[].catalog` reference the filter was applied to.
-    pub catalog: String,
+    pub(crate) catalog: String,
     pub problems: Vec<FilterProblem>,
 }
 

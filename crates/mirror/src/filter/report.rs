@@ -6,8 +6,8 @@ use std::fmt::Write;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FilterReport {
-    pub catalog: String,
-    pub scope: Scope,
+    pub(crate) catalog: String,
+    pub(crate) scope: Scope,
     /// In catalog order.
     pub packages: Vec<PackageReport>,
 }
@@ -25,21 +25,21 @@ pub enum Scope {
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PackageReport {
-    pub name: String,
-    pub default_channel: String,
+    pub(crate) name: String,
+    pub(crate) default_channel: String,
     /// The catalog's default channel, when `defaultChannel` replaced it.
     pub replaced_default: Option<String>,
     /// In catalog order.
     pub channels: Vec<ChannelReport>,
     pub dropped_channels: Vec<DroppedChannel>,
     /// `None` when the source package has no deprecations.
-    pub deprecations: Option<DeprecationCount>,
+    pub(crate) deprecations: Option<DeprecationCount>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ChannelReport {
-    pub name: String,
-    pub selection: Selection,
+    pub(crate) name: String,
+    pub(crate) selection: Selection,
     pub head: String,
     /// Head first, then as the selection found them.
     pub bundles: Vec<KeptBundle>,
@@ -60,7 +60,7 @@ pub enum Selection {
 pub struct KeptBundle {
     pub name: String,
     /// The `olm.package` version, when the bundle has a valid one.
-    pub version: Option<String>,
+    pub(crate) version: Option<String>,
     pub reason: Reason,
 }
 
@@ -72,13 +72,13 @@ pub struct DroppedChannel {
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct DeprecationCount {
-    pub kept: usize,
-    pub of: usize,
+    pub(crate) kept: usize,
+    pub(crate) of: usize,
 }
 
 impl FilterReport {
     /// Distinct bundles kept, over all packages.
-    pub fn bundle_count(&self) -> usize {
+    pub(crate) fn bundle_count(&self) -> usize {
         self.packages
             .iter()
             .map(|p| {

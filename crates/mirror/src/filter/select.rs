@@ -30,13 +30,13 @@ pub enum Reason {
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Kept {
-    pub name: String,
-    pub reason: Reason,
+pub(crate) struct Kept {
+    pub(crate) name: String,
+    pub(crate) reason: Reason,
 }
 
 /// A version range from `minVersion`/`maxVersion`.
-pub enum Range {
+pub(crate) enum Range {
     /// oc-mirror's `>=MIN <=MAX` constraint (Masterminds grammar, so pre-releases are out
     /// unless a bound is one).
     Between(VersionConstraint),
@@ -45,7 +45,7 @@ pub enum Range {
 }
 
 impl Range {
-    pub fn new(min: Option<&Version>, max: Option<&Version>) -> Result<Range, String> {
+    pub(crate) fn new(min: Option<&Version>, max: Option<&Version>) -> Result<Range, String> {
         if let (Some(lo), Some(hi)) = (min, max)
             && lo == hi
         {
@@ -71,7 +71,7 @@ impl Range {
 
 /// The one entry that no other entry of the channel replaces or skips. Names outside the
 /// channel do not count, as in catalog validation.
-pub fn head(entries: &[ChannelEntry]) -> Result<&ChannelEntry, String> {
+pub(crate) fn head(entries: &[ChannelEntry]) -> Result<&ChannelEntry, String> {
     let incoming: HashSet<&str> = entries
         .iter()
         .flat_map(|e| {
@@ -93,14 +93,14 @@ pub fn head(entries: &[ChannelEntry]) -> Result<&ChannelEntry, String> {
     }
 }
 
-pub fn heads_only(entries: &[ChannelEntry]) -> Result<Vec<Kept>, String> {
+pub(crate) fn heads_only(entries: &[ChannelEntry]) -> Result<Vec<Kept>, String> {
     Ok(vec![Kept {
         name: head(entries)?.name.clone(),
         reason: Reason::Head,
     }])
 }
 
-pub fn everything(entries: &[ChannelEntry]) -> Vec<Kept> {
+pub(crate) fn everything(entries: &[ChannelEntry]) -> Vec<Kept> {
     entries
         .iter()
         .map(|e| Kept {
@@ -111,7 +111,7 @@ pub fn everything(entries: &[ChannelEntry]) -> Vec<Kept> {
 }
 
 /// The entries a range keeps, head first; empty when no entry is in range.
-pub fn in_range(
+pub(crate) fn in_range(
     entries: &[ChannelEntry],
     versions: &HashMap<&str, Version>,
     range: &Range,
@@ -206,7 +206,7 @@ fn replaces_chain<'a>(
 
 /// `skips` without repeats, first occurrences in order (real entries list the same name
 /// dozens of times).
-pub fn dedupe(skips: &[String]) -> Vec<String> {
+pub(crate) fn dedupe(skips: &[String]) -> Vec<String> {
     let mut seen = HashSet::new();
     skips
         .iter()

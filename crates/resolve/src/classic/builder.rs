@@ -22,7 +22,7 @@ enum Candidates {
     None(String),
 }
 
-pub struct Builder<'u, 'p> {
+pub(crate) struct Builder<'u, 'p> {
     u: &'u Universe<'p>,
     namespace: &'u str,
     /// Per entry, its position in `order` (`usize::MAX`: not a variable).
@@ -37,9 +37,9 @@ pub struct Builder<'u, 'p> {
     conflicts: HashMap<usize, Vec<usize>>,
     subscriptions: Vec<Candidates>,
     /// Catalog entries offered as an upgrade of an installed CSV: the CSV they replace.
-    pub replaces: HashMap<usize, String>,
+    pub(crate) replaces: HashMap<usize, String>,
     /// Catalog entries offered through a subscription's `startingCSV`.
-    pub starting_csv: HashMap<usize, String>,
+    pub(crate) starting_csv: HashMap<usize, String>,
     /// Providers of simple requirements by (requiring catalog, requirement): every version
     /// of a package tends to require the same APIs, and the candidates and their order
     /// depend on nothing else.
@@ -50,7 +50,7 @@ const NONE: usize = usize::MAX;
 
 impl<'u, 'p> Builder<'u, 'p> {
     /// Every reachable variable (§2.5), or the first hard error met on the way.
-    pub fn build(
+    pub(crate) fn build(
         u: &'u Universe<'p>,
         req: &'u ClassicRequest<'_>,
     ) -> Result<Builder<'u, 'p>, ClassicError> {
@@ -315,7 +315,7 @@ impl<'u, 'p> Builder<'u, 'p> {
     }
 
     /// The selected catalog entries of a lazy solve, in variable creation order.
-    pub fn selected_entries(&self, selected: &[usize]) -> Vec<usize> {
+    pub(crate) fn selected_entries(&self, selected: &[usize]) -> Vec<usize> {
         let mut entries: Vec<usize> = selected
             .iter()
             .copied()
@@ -328,7 +328,10 @@ impl<'u, 'p> Builder<'u, 'p> {
     /// The whole problem in anchor order (§2.9): subscriptions in request order, then
     /// installed CSVs and uniqueness variables by identifier, then everything else; and
     /// the entry of every catalog variable's identifier.
-    pub fn problem(&self, req: &ClassicRequest<'_>) -> (Vec<Variable>, HashMap<String, usize>) {
+    pub(crate) fn problem(
+        &self,
+        req: &ClassicRequest<'_>,
+    ) -> (Vec<Variable>, HashMap<String, usize>) {
         let u = self.u;
         // Identifiers are named once per variable: dependency lists repeat them many times.
         let ids: Vec<String> = self.order.iter().map(|&e| u.id(e)).collect();

@@ -6,9 +6,9 @@ use catalog::types::ChannelEntry;
 /// What chain sorting reads from an entry: its name and its upgrade edges.
 #[derive(Clone, Copy)]
 pub struct Links<'a> {
-    pub name: &'a str,
-    pub replaces: &'a str,
-    pub skips: &'a [String],
+    pub(crate) name: &'a str,
+    pub(crate) replaces: &'a str,
+    pub(crate) skips: &'a [String],
 }
 
 impl<'a> From<&'a ChannelEntry> for Links<'a> {

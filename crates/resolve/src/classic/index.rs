@@ -9,14 +9,14 @@ use catalog::property::{GVK, PACKAGE};
 use super::prepared::Entry;
 
 #[derive(Default)]
-pub struct ProviderIndex {
+pub(crate) struct ProviderIndex {
     gvk: HashMap<Gvk, Vec<usize>>,
     package: HashMap<String, Vec<usize>>,
     label: HashMap<String, Vec<usize>>,
 }
 
 impl ProviderIndex {
-    pub fn build(entries: &[Entry]) -> ProviderIndex {
+    pub(crate) fn build(entries: &[Entry]) -> ProviderIndex {
         let mut index = ProviderIndex::default();
         for (e, entry) in entries.iter().enumerate() {
             index
@@ -56,7 +56,7 @@ impl ProviderIndex {
 
     /// A superset of the entries satisfying `predicate`, in entry order; `None` when the
     /// predicate cannot be narrowed (CEL rules, `not`) and every entry must be tested.
-    pub fn candidates(&self, predicate: &Predicate) -> Option<BTreeSet<usize>> {
+    pub(crate) fn candidates(&self, predicate: &Predicate) -> Option<BTreeSet<usize>> {
         let found = |list: Option<&Vec<usize>>| list.into_iter().flatten().copied().collect();
         match predicate {
             Predicate::Gvk(gvk) => Some(found(self.gvk.get(gvk))),

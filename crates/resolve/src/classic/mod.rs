@@ -20,7 +20,7 @@ pub use request::{
     CatalogSource, ClassicError, ClassicRequest, InstalledCsv, Refusal, ResolvedOperator,
     Subscription, UpgradeStrategy,
 };
-pub use requirements::requirements;
+pub(crate) use requirements::requirements;
 pub use steps::{BundleLookup, InstallPlan, PlanStep, UpdatedSubscription, install_plan};
 
 use crate::solver::{self, SolveError};

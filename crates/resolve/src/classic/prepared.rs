@@ -18,7 +18,7 @@ use super::index::ProviderIndex;
 use super::requirements::requirements;
 
 /// Property types that state a requirement; identical ones are deduplicated (deviation D3).
-pub const REQUIREMENT_TYPES: [&str; 4] = [
+pub(crate) const REQUIREMENT_TYPES: [&str; 4] = [
     catalog::property::GVK_REQUIRED,
     catalog::property::PACKAGE_REQUIRED,
     "olm.label.required",
@@ -26,34 +26,34 @@ pub const REQUIREMENT_TYPES: [&str; 4] = [
 ];
 const DEPRECATED: &str = "olm.deprecated";
 
-pub struct Entry {
-    pub name: String,
-    pub package: String,
-    pub channel: String,
-    pub default_channel: bool,
-    pub replaces: String,
-    pub skips: Vec<String>,
-    pub skip_range: String,
+pub(crate) struct Entry {
+    pub(crate) name: String,
+    pub(crate) package: String,
+    pub(crate) channel: String,
+    pub(crate) default_channel: bool,
+    pub(crate) replaces: String,
+    pub(crate) skips: Vec<String>,
+    pub(crate) skip_range: String,
     /// `skip_range` parsed; a range that does not parse counts as absent (§2.6).
-    pub skip_range_parsed: Option<Range>,
-    pub version: Option<Version>,
-    pub version_text: String,
-    pub properties: Vec<Property>,
+    pub(crate) skip_range_parsed: Option<Range>,
+    pub(crate) version: Option<Version>,
+    pub(crate) version_text: String,
+    pub(crate) properties: Vec<Property>,
     /// `properties`' values, decoded once (see [`Subject::values`]).
-    pub values: Vec<Option<serde_json::Value>>,
+    pub(crate) values: Vec<Option<serde_json::Value>>,
     /// The requirement properties as predicates, or the error that makes any resolution
     /// reaching this entry fail (§2.7).
-    pub requirements: Result<Vec<Predicate>, String>,
+    pub(crate) requirements: Result<Vec<Predicate>, String>,
     /// The uniqueness groups (§2.5 invariants) the entry belongs to.
-    pub unique: Vec<UniqueKey>,
-    pub deprecated: bool,
-    pub bundle_path: String,
+    pub(crate) unique: Vec<UniqueKey>,
+    pub(crate) deprecated: bool,
+    pub(crate) bundle_path: String,
     /// For installed CSVs: whether a subscription owns the CSV.
-    pub owned: bool,
+    pub(crate) owned: bool,
 }
 
 impl Entry {
-    pub fn links(&self) -> Links<'_> {
+    pub(crate) fn links(&self) -> Links<'_> {
         Links {
             name: &self.name,
             replaces: &self.replaces,
@@ -61,7 +61,7 @@ impl Entry {
         }
     }
 
-    pub fn subject(&self) -> Subject<'_> {
+    pub(crate) fn subject(&self) -> Subject<'_> {
         Subject {
             package: &self.package,
             version: self.version.as_ref(),
@@ -73,32 +73,32 @@ impl Entry {
 
 /// A uniqueness group: an exact GVK (as its identifier `Kind (group/version)`) or a package.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum UniqueKey {
+pub(crate) enum UniqueKey {
     Gvk(String),
     Package(String),
 }
 
 /// The entries of one (package, channel), or one installed CSV.
-pub struct Group {
-    pub package: String,
-    pub channel: String,
-    pub default_channel: bool,
-    pub entries: Vec<usize>,
+pub(crate) struct Group {
+    pub(crate) package: String,
+    pub(crate) channel: String,
+    pub(crate) default_channel: bool,
+    pub(crate) entries: Vec<usize>,
     /// The entries in chain order, or the channel's ordering error; reported only for
     /// groups that are actually consulted.
-    pub chain: Result<Vec<usize>, String>,
+    pub(crate) chain: Result<Vec<usize>, String>,
 }
 
 /// A GVK, package-range or label requirement, compared structurally.
 #[derive(Clone, PartialEq, Eq, Hash)]
-pub enum SimpleRequirement {
+pub(crate) enum SimpleRequirement {
     Gvk(Gvk),
     Package(String, String),
     Label(String),
 }
 
 impl SimpleRequirement {
-    pub fn of(predicate: &Predicate) -> Option<SimpleRequirement> {
+    pub(crate) fn of(predicate: &Predicate) -> Option<SimpleRequirement> {
         match predicate {
             Predicate::Gvk(gvk) => Some(SimpleRequirement::Gvk(gvk.clone())),
             Predicate::Package {
@@ -112,24 +112,22 @@ impl SimpleRequirement {
 
 /// One catalog snapshot prepared for classic resolution; see the module documentation.
 pub struct PreparedCatalog {
-    pub entries: Vec<Entry>,
-    pub groups: Vec<Group>,
-    /// The groups in dependency-candidate order (§2.4): default channels first, then package
-    /// name, then channel name. Installed CSVs are grouped by package.
-    pub ranked: Vec<usize>,
+    pub(crate) entries: Vec<Entry>,
+    pub(crate) groups: Vec<Group>,
     /// Per entry, its group.
-    pub group_of: Vec<usize>,
-    /// Per group, its position in `ranked`.
-    pub group_rank: Vec<usize>,
-    /// Per package, its groups in `ranked` order.
-    pub package_groups: HashMap<String, Vec<usize>>,
+    pub(crate) group_of: Vec<usize>,
+    /// Per group, its position in dependency-candidate order (§2.4): default channels
+    /// first, then package name, then channel name. Installed CSVs are grouped by package.
+    pub(crate) group_rank: Vec<usize>,
+    /// Per package, its groups in that order.
+    pub(crate) package_groups: HashMap<String, Vec<usize>>,
     index: ProviderIndex,
     /// The providers (in candidate order) of each simple requirement stated by an entry of
     /// this catalog.
     providers: HashMap<SimpleRequirement, Result<Vec<usize>, String>>,
     /// Whether some name or property value holds a character that could make two solver
     /// identifiers spell the same (then the request is checked the slow, exact way).
-    pub unusual_names: bool,
+    pub(crate) unusual_names: bool,
     /// Whether this is the `@existing` pseudo-catalog.
     installed: bool,
 }
@@ -202,7 +200,7 @@ impl PreparedCatalog {
     /// one), ranked by package name as OLM ranks dependency candidates; a group's chain is
     /// its members in the given order, ordered for real only among the providers of a
     /// requirement.
-    pub fn of_installed(entries: Vec<Entry>) -> PreparedCatalog {
+    pub(crate) fn of_installed(entries: Vec<Entry>) -> PreparedCatalog {
         let mut groups: Vec<Group> = Vec::new();
         for (e, entry) in entries.iter().enumerate() {
             match groups.iter_mut().find(|g| g.package == entry.package) {
@@ -245,7 +243,6 @@ impl PreparedCatalog {
             index: ProviderIndex::build(&entries),
             entries,
             groups,
-            ranked,
             group_of,
             group_rank,
             package_groups,
@@ -257,7 +254,7 @@ impl PreparedCatalog {
 
     /// The entries of this catalog satisfying `predicate`, in candidate order (§2.4), or the
     /// ordering error of the first consulted channel.
-    pub fn providers(&self, predicate: &Predicate) -> Result<Vec<usize>, String> {
+    pub(crate) fn providers(&self, predicate: &Predicate) -> Result<Vec<usize>, String> {
         match SimpleRequirement::of(predicate).and_then(|k| self.providers.get(&k)) {
             Some(found) => found.clone(),
             None => self.find_providers(predicate),
@@ -265,7 +262,7 @@ impl PreparedCatalog {
     }
 
     /// `members`, entries of group `g`, ordered as a channel holding only them.
-    pub fn chain_of(&self, g: usize, members: Vec<usize>) -> Result<Vec<usize>, String> {
+    pub(crate) fn chain_of(&self, g: usize, members: Vec<usize>) -> Result<Vec<usize>, String> {
         let group = &self.groups[g];
         let links: Vec<Links> = members.iter().map(|&e| self.entries[e].links()).collect();
         let order = sort_channel(&group.package, &group.channel, &links)?;
@@ -305,7 +302,7 @@ impl PreparedCatalog {
 
 /// An entry with the given properties; `properties` must already be free of bundle objects.
 #[allow(clippy::too_many_arguments)]
-pub fn entry(
+pub(crate) fn entry(
     name: String,
     package: String,
     channel: String,
@@ -388,7 +385,7 @@ fn json_str(value: &str, key: &str) -> Option<String> {
 
 /// The package named by the last `olm.package` property, as OLM reads an installed CSV's
 /// properties annotation (each one overwrites the package read before it).
-pub fn package_of(properties: &[Property]) -> Option<String> {
+pub(crate) fn package_of(properties: &[Property]) -> Option<String> {
     properties
         .iter()
         .rev()

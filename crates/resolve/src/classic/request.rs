@@ -29,11 +29,11 @@ pub struct ClassicRequest<'a> {
 /// A bundle of one catalog that may not be chosen.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Refusal {
-    pub catalog: String,
-    pub catalog_namespace: String,
-    pub bundle: String,
+    pub(crate) catalog: String,
+    pub(crate) catalog_namespace: String,
+    pub(crate) bundle: String,
     /// Completes "bundle <id> is refused: ".
-    pub reason: String,
+    pub(crate) reason: String,
 }
 
 #[derive(Clone, Debug)]
@@ -94,18 +94,18 @@ pub struct ResolvedOperator {
     /// The CSV name.
     pub name: String,
     pub package: String,
-    pub channel: String,
-    pub catalog: String,
-    pub catalog_namespace: String,
-    pub default_channel: bool,
-    pub version: String,
+    pub(crate) channel: String,
+    pub(crate) catalog: String,
+    pub(crate) catalog_namespace: String,
+    pub(crate) default_channel: bool,
+    pub(crate) version: String,
     /// The installed CSV this one replaces when it upgrades a subscription's operator,
     /// otherwise the catalog's `replaces`.
     pub replaces: String,
-    pub skips: Vec<String>,
-    pub skip_range: String,
-    pub properties: Vec<Property>,
-    pub bundle_path: String,
+    pub(crate) skips: Vec<String>,
+    pub(crate) skip_range: String,
+    pub(crate) properties: Vec<Property>,
+    pub(crate) bundle_path: String,
     /// Set when the entry was chosen through a subscription's `startingCSV`.
     pub starting_csv: Option<String>,
 }
@@ -121,7 +121,7 @@ impl ResolvedOperator {
 
     /// Whether subscription `s` follows this operator: same package, same channel unless
     /// it names none, same catalog unless it names none.
-    pub fn followed_by(&self, s: &Subscription) -> bool {
+    pub(crate) fn followed_by(&self, s: &Subscription) -> bool {
         s.package == self.package
             && (s.channel.is_empty() || s.channel == self.channel)
             && (s.source.is_empty()
@@ -129,7 +129,7 @@ impl ResolvedOperator {
     }
 
     /// The name of the Subscription OLM creates for an operator no subscription follows.
-    pub fn generated_subscription(&self) -> String {
+    pub(crate) fn generated_subscription(&self) -> String {
         format!(
             "{}-{}-{}-{}",
             self.package, self.channel, self.catalog, self.catalog_namespace

@@ -16,7 +16,7 @@ const CONSTRAINT: &str = "olm.constraint";
 /// The predicates of the requirement properties among `properties`, in property order.
 /// Errors are OLM's words: legacy requirement values decode as Go's `json.Unmarshal` fills
 /// an anonymous struct of strings, and their errors (and blang's) are not wrapped.
-pub fn requirements(properties: &[Property]) -> Result<Vec<Predicate>, String> {
+pub(crate) fn requirements(properties: &[Property]) -> Result<Vec<Predicate>, String> {
     let mut predicates = Vec::new();
     for p in properties {
         let predicate = match p.kind.as_str() {

@@ -16,17 +16,17 @@ use super::prepared::{Entry, PreparedCatalog, entry, package_of};
 use super::request::{ClassicRequest, InstalledCsv, UpgradeStrategy};
 use catalog::Gvk;
 
-pub const EXISTING: &str = "@existing";
+pub(crate) const EXISTING: &str = "@existing";
 
-pub struct CatalogInfo {
-    pub name: String,
-    pub namespace: String,
-    pub priority: i32,
+pub(crate) struct CatalogInfo {
+    pub(crate) name: String,
+    pub(crate) namespace: String,
+    pub(crate) priority: i32,
 }
 
-pub struct Universe<'p> {
+pub(crate) struct Universe<'p> {
     /// Index 0 is `@existing/<namespace>`.
-    pub catalogs: Vec<CatalogInfo>,
+    pub(crate) catalogs: Vec<CatalogInfo>,
     namespace: String,
     installed: PreparedCatalog,
     /// The prepared content of `catalogs[1..]`.
@@ -40,7 +40,7 @@ pub struct Universe<'p> {
 
 impl<'p> Universe<'p> {
     /// `prepared[i]` is the content of `req.catalogs[i]`.
-    pub fn build(
+    pub(crate) fn build(
         req: &ClassicRequest<'_>,
         prepared: &[&'p PreparedCatalog],
     ) -> Result<Universe<'p>, String> {
@@ -92,11 +92,11 @@ impl<'p> Universe<'p> {
     }
 
     /// The number of entries, installed ones included.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.len
     }
 
-    pub fn part(&self, catalog: usize) -> &PreparedCatalog {
+    pub(crate) fn part(&self, catalog: usize) -> &PreparedCatalog {
         match catalog {
             0 => &self.installed,
             c => self.prepared[c - 1],
@@ -104,27 +104,27 @@ impl<'p> Universe<'p> {
     }
 
     /// The global number of entry `local` of `catalog`.
-    pub fn global(&self, catalog: usize, local: usize) -> usize {
+    pub(crate) fn global(&self, catalog: usize, local: usize) -> usize {
         self.offsets[catalog] + local
     }
 
     /// The catalog of entry `e`, and `e`'s number in it.
-    pub fn locate(&self, e: usize) -> (usize, usize) {
+    pub(crate) fn locate(&self, e: usize) -> (usize, usize) {
         let c = self.offsets.partition_point(|&o| o <= e) - 1;
         (c, e - self.offsets[c])
     }
 
-    pub fn entry(&self, e: usize) -> &Entry {
+    pub(crate) fn entry(&self, e: usize) -> &Entry {
         let (c, local) = self.locate(e);
         &self.part(c).entries[local]
     }
 
-    pub fn is_existing(&self, e: usize) -> bool {
+    pub(crate) fn is_existing(&self, e: usize) -> bool {
         e < self.offsets.get(1).copied().unwrap_or(self.len)
     }
 
     /// The solver identifier `<catalog>/<catalogNamespace>/<channel>/<csvName>`.
-    pub fn id(&self, e: usize) -> String {
+    pub(crate) fn id(&self, e: usize) -> String {
         let (c, local) = self.locate(e);
         let info = &self.catalogs[c];
         let entry = &self.part(c).entries[local];
@@ -135,19 +135,23 @@ impl<'p> Universe<'p> {
     }
 
     /// The refusal message of entry `e`, if the caller refused it.
-    pub fn refusal(&self, e: usize) -> Option<String> {
+    pub(crate) fn refusal(&self, e: usize) -> Option<String> {
         self.refused
             .get(&e)
             .map(|reason| format!("bundle {} is refused: {reason}", self.id(e)))
     }
 
-    pub fn is_refused(&self, e: usize) -> bool {
+    pub(crate) fn is_refused(&self, e: usize) -> bool {
         self.refused.contains_key(&e)
     }
 
     /// Every visible entry satisfying `predicate`, in the candidate order of §2.3–§2.4 seen
     /// from an entry of catalog `own`, or the ordering error of the first consulted channel.
-    pub fn providers(&self, own: usize, predicate: &Predicate) -> Result<Vec<usize>, String> {
+    pub(crate) fn providers(
+        &self,
+        own: usize,
+        predicate: &Predicate,
+    ) -> Result<Vec<usize>, String> {
         let mut catalogs: Vec<usize> = (0..self.catalogs.len()).collect();
         catalogs.sort_by_key(|&c| {
             let info = &self.catalogs[c];
@@ -171,7 +175,7 @@ impl<'p> Universe<'p> {
     /// Whether two solver identifiers of this request could spell the same, which only the
     /// exact (string) problem reports faithfully: repeated catalogs, installed CSVs or
     /// subscriptions, a catalog named `@existing`, or names with separator characters.
-    pub fn ids_may_collide(&self, req: &ClassicRequest<'_>) -> bool {
+    pub(crate) fn ids_may_collide(&self, req: &ClassicRequest<'_>) -> bool {
         let mut catalogs = HashSet::new();
         let unusual_catalog = self.catalogs[1..].iter().any(|info| {
             info.name == EXISTING

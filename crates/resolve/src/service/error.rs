@@ -29,7 +29,7 @@ impl Error {
     }
 
     /// The same kind with another message (a caller's wording of this error).
-    pub fn reworded(&self, message: String) -> Error {
+    pub(crate) fn reworded(&self, message: String) -> Error {
         match self {
             Error::InvalidRequest(_) => Error::InvalidRequest(message),
             Error::CatalogUnavailable(_) => Error::CatalogUnavailable(message),

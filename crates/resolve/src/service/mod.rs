@@ -7,7 +7,7 @@
 //! that could not be loaded fails only the subscriptions and requests that need it.
 mod classic;
 mod error;
-pub mod outcome;
+pub(crate) mod outcome;
 pub mod request;
 mod v1;
 
@@ -35,9 +35,9 @@ pub trait ManifestSource: Send + Sync {
 /// One loaded catalog. Clones share its content and its preparation.
 #[derive(Clone)]
 pub struct Catalog {
-    pub content: Arc<DeclarativeConfig>,
+    pub(crate) content: Arc<DeclarativeConfig>,
     /// None: the manifests are `olm.bundle.object` properties of `content`.
-    pub manifests: Option<Arc<dyn ManifestSource>>,
+    pub(crate) manifests: Option<Arc<dyn ManifestSource>>,
     /// `content` prepared for classic resolution by the first one that needs it, then kept
     /// for every later round and request (a server keeps its catalogs per snapshot).
     prepared: Arc<OnceLock<PreparedCatalog>>,
@@ -60,13 +60,13 @@ impl Catalog {
     }
 
     /// The content prepared for classic resolution, made on first use.
-    pub fn prepared(&self) -> &PreparedCatalog {
+    pub(crate) fn prepared(&self) -> &PreparedCatalog {
         self.prepared
             .get_or_init(|| PreparedCatalog::new(&self.content))
     }
 
     /// What the safety checks read from a bundle.
-    pub fn bundle_manifests(
+    pub(crate) fn bundle_manifests(
         &self,
         package: &str,
         channel: &str,
@@ -88,7 +88,12 @@ impl Catalog {
     /// A bundle's manifests as JSON texts (none for a bundle the content lacks).
     /// A catalog server that fails to send them is [`Error::CatalogUnavailable`]; manifests the
     /// content holds but that cannot be read are [`Error::Unresolvable`].
-    pub fn objects(&self, package: &str, channel: &str, name: &str) -> Result<Vec<String>, Error> {
+    pub(crate) fn objects(
+        &self,
+        package: &str,
+        channel: &str,
+        name: &str,
+    ) -> Result<Vec<String>, Error> {
         if let Some(source) = &self.manifests {
             return source.objects(package, channel, name);
         }

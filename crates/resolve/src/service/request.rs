@@ -50,7 +50,7 @@ pub enum Mode {
 }
 
 impl Mode {
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Mode::Classic => "classic",
             Mode::V1 => "v1",
@@ -292,7 +292,7 @@ impl Request {
     }
 
     /// A catalog's namespace: its own, else the request's.
-    pub fn catalog_namespace(&self, c: &CatalogSpec) -> String {
+    pub(crate) fn catalog_namespace(&self, c: &CatalogSpec) -> String {
         if c.namespace.is_empty() {
             self.namespace.clone()
         } else {

@@ -8,25 +8,25 @@ use varisat::{ExtendFormula, Lit, Solver};
 use super::problem::{Constraint, ConstraintKind, SolveError, Variable};
 
 /// The encoded problem: one literal per variable and per applied constraint.
-pub struct Encoding<'p> {
-    pub solver: Solver<'static>,
+pub(crate) struct Encoding<'p> {
+    pub(crate) solver: Solver<'static>,
     /// `vars[i]` is the literal of `problem[i]`.
-    pub vars: Vec<Lit>,
+    pub(crate) vars: Vec<Lit>,
     /// One entry per applied constraint, in problem order.
-    pub activations: Vec<Activation<'p>>,
+    pub(crate) activations: Vec<Activation<'p>>,
     /// Per variable, the candidate indices of each of its `Dependency` constraints, in
     /// constraint order: the choices the search queues once the variable is selected.
-    pub choices: Vec<Vec<Vec<usize>>>,
+    pub(crate) choices: Vec<Vec<Vec<usize>>>,
 }
 
-pub struct Activation<'p> {
-    pub lit: Lit,
-    pub subject: usize,
-    pub constraint: &'p Constraint,
+pub(crate) struct Activation<'p> {
+    pub(crate) lit: Lit,
+    pub(crate) subject: usize,
+    pub(crate) constraint: &'p Constraint,
 }
 
 impl<'p> Encoding<'p> {
-    pub fn new(problem: &'p [Variable]) -> Result<Encoding<'p>, SolveError> {
+    pub(crate) fn new(problem: &'p [Variable]) -> Result<Encoding<'p>, SolveError> {
         let mut solver = Solver::new();
         let mut index = HashMap::with_capacity(problem.len());
         let mut vars = Vec::with_capacity(problem.len());

@@ -28,7 +28,7 @@ use varisat::{ExtendFormula, Lit, Solver};
 use super::SolveError;
 
 /// A problem seen variable by variable; variables are numbered `0..size()`.
-pub trait Source {
+pub(crate) trait Source {
     /// Names an at-most-one group.
     type Key: Hash + Eq + Clone;
     fn size(&self) -> usize;
@@ -45,7 +45,7 @@ pub trait Source {
 
 /// The selected variables, in number order, or `None` when no selection satisfies the
 /// problem.
-pub fn solve<S: Source>(source: &S) -> Result<Option<Vec<usize>>, SolveError> {
+pub(crate) fn solve<S: Source>(source: &S) -> Result<Option<Vec<usize>>, SolveError> {
     let mut enc = Lazy {
         source,
         solver: Solver::new(),

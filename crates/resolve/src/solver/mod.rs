@@ -8,7 +8,7 @@
 //! consistent. The search never backtracks, and its answer is the first vector of choices
 //! (in queue order) that extends to a full solution, as the spec requires.
 mod encoding;
-pub mod lazy;
+pub(crate) mod lazy;
 mod problem;
 
 use std::collections::VecDeque;

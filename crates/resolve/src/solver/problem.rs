@@ -12,8 +12,8 @@ pub struct Variable {
 /// One applied constraint; `message` overrides the generic text in explanations.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Constraint {
-    pub kind: ConstraintKind,
-    pub message: Option<String>,
+    pub(crate) kind: ConstraintKind,
+    pub(crate) message: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -30,7 +30,7 @@ pub enum ConstraintKind {
 
 impl ConstraintKind {
     /// The variables the constraint names besides its subject.
-    pub fn references(&self) -> &[String] {
+    pub(crate) fn references(&self) -> &[String] {
         match self {
             ConstraintKind::Mandatory | ConstraintKind::Prohibited => &[],
             ConstraintKind::Dependency(ids) | ConstraintKind::AtMost(_, ids) => ids,
@@ -47,7 +47,7 @@ impl Constraint {
         }
     }
 
-    pub fn with_message(kind: ConstraintKind, message: impl Into<String>) -> Constraint {
+    pub(crate) fn with_message(kind: ConstraintKind, message: impl Into<String>) -> Constraint {
         Constraint {
             kind,
             message: Some(message.into()),
@@ -55,7 +55,7 @@ impl Constraint {
     }
 
     /// The custom message, or the generic form of §7 for subject `x`.
-    pub fn describe(&self, x: &str) -> String {
+    pub(crate) fn describe(&self, x: &str) -> String {
         if let Some(m) = &self.message {
             return m.clone();
         }

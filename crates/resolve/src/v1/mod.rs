@@ -14,7 +14,7 @@ use catalog::version_release::{VersionRelease, best_first};
 pub use selector::{LabelSelector, SelectorRequirement};
 
 /// The label every catalog carries with its own name.
-pub const NAME_LABEL: &str = "olm.operatorframework.io/metadata.name";
+pub(crate) const NAME_LABEL: &str = "olm.operatorframework.io/metadata.name";
 
 #[derive(Clone, Debug)]
 pub struct V1Catalog<'a> {
@@ -62,7 +62,7 @@ pub struct V1Resolution {
     pub bundle: Bundle,
     /// `None` when the bundle's version cannot be read (possible without a version filter).
     pub version: Option<VersionRelease>,
-    pub catalog: String,
+    pub(crate) catalog: String,
     /// The package's deprecation object in the winning catalog, deprecated or not.
     pub deprecation: Option<Deprecations>,
 }
@@ -86,7 +86,7 @@ pub fn resolve_extension(
 
 /// [`resolve_extension`] with some bundles ruled out by the caller: `refused` holds (bundle name,
 /// reason) pairs, and the error says which were refused when nothing else fits.
-pub fn resolve_refusing(
+pub(crate) fn resolve_refusing(
     catalogs: &[V1Catalog<'_>],
     req: &V1Request,
     refused: &[(String, String)],

@@ -17,7 +17,7 @@ pub struct SelectorRequirement {
 
 impl LabelSelector {
     /// Rejects what the Kubernetes selector conversion rejects, with its messages.
-    pub fn validate(&self) -> Result<(), String> {
+    pub(crate) fn validate(&self) -> Result<(), String> {
         for r in &self.match_expressions {
             match r.operator.as_str() {
                 "In" | "NotIn" if r.values.is_empty() => {
@@ -36,7 +36,7 @@ impl LabelSelector {
     }
 
     /// Whether `labels` satisfy every term; an empty selector selects everything.
-    pub fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
+    pub(crate) fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
         self.match_labels
             .iter()
             .all(|(k, v)| labels.get(k) == Some(v))

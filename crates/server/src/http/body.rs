@@ -12,7 +12,7 @@ use store::content::{self, Coding, Encoder, MetasFilter};
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 
-pub type Body = BoxBody<Bytes, std::io::Error>;
+pub(crate) type Body = BoxBody<Bytes, std::io::Error>;
 
 /// Bytes read from the index per batch.
 const BATCH_BYTES: usize = 1 << 20;
@@ -20,19 +20,19 @@ const BATCH_BYTES: usize = 1 << 20;
 /// catalogd's write timeout: a client that accepts no bytes for this long is cut off.
 const STALL_TIMEOUT: Duration = Duration::from_secs(5 * 60);
 
-pub fn full(bytes: impl Into<Bytes>) -> Body {
+pub(crate) fn full(bytes: impl Into<Bytes>) -> Body {
     Full::new(bytes.into())
         .map_err(|never| match never {})
         .boxed()
 }
 
-pub fn empty() -> Body {
+pub(crate) fn empty() -> Body {
     full(Bytes::new())
 }
 
 /// Where a streamed body's bytes come from.
 #[derive(Clone)]
-pub enum Source {
+pub(crate) enum Source {
     /// `/api/v1/all` bytes `from..to`.
     Range { from: u64, to: u64 },
     /// The lines matching a filter after offset `after`.
@@ -43,7 +43,10 @@ pub enum Source {
 
 impl Source {
     /// Reads the next batch; `None` once there is nothing more.
-    pub async fn next(&mut self, catalog: &ServedCatalog) -> Result<Option<Vec<u8>>, String> {
+    pub(crate) async fn next(
+        &mut self,
+        catalog: &ServedCatalog,
+    ) -> Result<Option<Vec<u8>>, String> {
         let this = self.clone();
         if let Source::Range { from, to } = this
             && from >= to
@@ -85,7 +88,7 @@ impl Source {
         Ok((!batch.is_empty()).then_some(batch))
     }
 
-    pub fn done(&self) -> bool {
+    pub(crate) fn done(&self) -> bool {
         matches!(self, Source::Range { from, to } if from >= to)
     }
 }
@@ -93,7 +96,7 @@ impl Source {
 /// Streams `first` (already read) and the rest of `source`, compressed in `coding` if any. An
 /// error of the index cuts the body short, so that the client sees a broken transfer and not
 /// a complete-looking partial catalog. `finished` is dropped when the body ends.
-pub fn stream<G: Send + 'static>(
+pub(crate) fn stream<G: Send + 'static>(
     catalog: ServedCatalog,
     first: Option<Vec<u8>>,
     mut source: Source,

@@ -7,7 +7,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// What the validators of a request decide.
 #[derive(Debug, PartialEq, Eq)]
-pub enum Decision {
+pub(crate) enum Decision {
     /// Answer the request; `range` says whether its `Range` header still applies (`If-Range`).
     Proceed {
         range: bool,
@@ -18,12 +18,12 @@ pub enum Decision {
 
 /// The validators of the content: when it was built (seconds since the epoch) and its
 /// entity tag, quoted.
-pub struct Validators<'a> {
-    pub modified: u64,
-    pub etag: &'a str,
+pub(crate) struct Validators<'a> {
+    pub(crate) modified: u64,
+    pub(crate) etag: &'a str,
 }
 
-pub fn evaluate(method: &Method, headers: &HeaderMap, v: &Validators) -> Decision {
+pub(crate) fn evaluate(method: &Method, headers: &HeaderMap, v: &Validators) -> Decision {
     let text = |name| headers.get(name).and_then(|h| h.to_str().ok());
     let read_only = method == Method::GET || method == Method::HEAD;
     let matched = match text(header::IF_MATCH) {
@@ -73,13 +73,13 @@ fn tag_listed(list: &str, etag: &str, strong: bool) -> bool {
 
 /// An HTTP date in any of the three formats RFC 9110 makes a recipient accept (IMF-fixdate,
 /// RFC 850, asctime), as seconds since the epoch.
-pub fn parse_date(text: &str) -> Option<u64> {
+pub(crate) fn parse_date(text: &str) -> Option<u64> {
     let time = httpdate::parse_http_date(text.trim()).ok()?;
     time.duration_since(UNIX_EPOCH).ok().map(|d| d.as_secs())
 }
 
 /// IMF-fixdate of seconds since the epoch.
-pub fn format_date(seconds: u64) -> String {
+pub(crate) fn format_date(seconds: u64) -> String {
     httpdate::fmt_http_date(SystemTime::UNIX_EPOCH + Duration::from_secs(seconds))
 }
 

@@ -4,11 +4,11 @@
 use store::content::Coding;
 
 /// Bodies shorter than this go out as they are.
-pub const THRESHOLD: u64 = 1024;
+pub(crate) const THRESHOLD: u64 = 1024;
 
 /// The coding to answer in, if any. A coding not listed takes the q-value of `*` when that
 /// is listed.
-pub fn negotiate(accept_encoding: Option<&str>) -> Option<Coding> {
+pub(crate) fn negotiate(accept_encoding: Option<&str>) -> Option<Coding> {
     let header = accept_encoding?;
     let (mut gzip, mut zstd, mut any) = (None, None, None);
     for item in header.split(',') {

@@ -13,13 +13,13 @@ use std::time::Instant;
 use store::content::{self, Coding, ContentFacts};
 
 /// What the responses about the loaded content carry.
-pub struct Loaded {
+pub(crate) struct Loaded {
     facts: ContentFacts,
     etag: String,
     last_modified: HeaderValue,
 }
 
-pub async fn handle<B>(http: Arc<Http>, req: Request<B>) -> Response<Body> {
+pub(crate) async fn handle<B>(http: Arc<Http>, req: Request<B>) -> Response<Body> {
     let timing = Timing {
         metrics: http.metrics.clone(),
         started: Instant::now(),

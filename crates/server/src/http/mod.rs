@@ -53,7 +53,7 @@ const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
 
 /// Turns an accepted TCP connection into the stream HTTP is spoken on: as it is for plain
 /// HTTP, through a TLS handshake for HTTPS.
-pub trait Handshake: Clone + Send + Sync + 'static {
+pub(crate) trait Handshake: Clone + Send + Sync + 'static {
     type Stream: AsyncRead + AsyncWrite + Unpin + Send + 'static;
     fn handshake(
         &self,
@@ -63,7 +63,7 @@ pub trait Handshake: Clone + Send + Sync + 'static {
 
 /// Plain HTTP.
 #[derive(Clone)]
-pub struct Plain;
+pub(crate) struct Plain;
 
 impl Handshake for Plain {
     type Stream = TcpStream;
@@ -107,7 +107,7 @@ impl Drop for Timing {
 
 /// Serves the catalogd API on `listener` until `stop` turns true, then waits for the
 /// connections still open to finish their responses (the caller bounds that wait).
-pub async fn serve(
+pub(crate) async fn serve(
     listener: TcpListener,
     catalog: ServedCatalog,
     options: HttpOptions,

@@ -5,7 +5,7 @@
 
 /// What a `Range` header asks of a body of a given length.
 #[derive(Debug, PartialEq, Eq)]
-pub enum Ranged {
+pub(crate) enum Ranged {
     /// Serve the whole body.
     Whole,
     /// Serve bytes `start..end` (end exclusive, never empty).
@@ -14,7 +14,7 @@ pub enum Ranged {
     Unsatisfiable { no_overlap: bool },
 }
 
-pub fn parse(header: &str, length: u64) -> Ranged {
+pub(crate) fn parse(header: &str, length: u64) -> Ranged {
     let Some(specs) = header.strip_prefix("bytes=") else {
         return Ranged::Unsatisfiable { no_overlap: false };
     };

@@ -6,13 +6,13 @@ use catalog::model::is_dns1123_label;
 use store::content::MetasFilter;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Endpoint {
+pub(crate) enum Endpoint {
     All,
     Metas,
 }
 
 #[derive(Debug, PartialEq, Eq)]
-pub enum Routed {
+pub(crate) enum Routed {
     /// `301` to this location.
     Redirect(String),
     /// No such route.
@@ -23,7 +23,7 @@ pub enum Routed {
     },
 }
 
-pub fn route(path: &str, query: Option<&str>, metas: bool) -> Routed {
+pub(crate) fn route(path: &str, query: Option<&str>, metas: bool) -> Routed {
     let clean = clean_path(path);
     if clean != path {
         return Routed::Redirect(match query {
@@ -115,7 +115,7 @@ pub fn dns1123_problems(name: &str) -> Vec<&'static str> {
 /// The filter of a metas query string: `schema`, `package` and `name`, the first value of
 /// each, empty ones ignored. `Err` names a parameter that is none of these. Pairs Go's query
 /// parser drops (holding `;`, or a bad escape) are ignored.
-pub fn metas_filter(query: Option<&str>) -> Result<MetasFilter, String> {
+pub(crate) fn metas_filter(query: Option<&str>) -> Result<MetasFilter, String> {
     let mut filter = MetasFilter::default();
     for pair in query.unwrap_or_default().split('&') {
         if pair.is_empty() || pair.contains(';') {

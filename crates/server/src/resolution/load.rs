@@ -14,12 +14,12 @@ use source::image::fetch_as_fbc;
 use source::{RemoteCatalogs, RemoteManifests};
 
 /// Where the catalogs of a request are read from.
-pub struct Sources<'a> {
+pub(crate) struct Sources<'a> {
     /// What catalog directories are relative to.
-    pub base: &'a Path,
+    pub(crate) base: &'a Path,
     /// How to reach registries, where requests may name images.
-    pub images: Option<&'a ClientOptions>,
-    pub remote: &'a RemoteCatalogs<Catalog>,
+    pub(crate) images: Option<&'a ClientOptions>,
+    pub(crate) remote: &'a RemoteCatalogs<Catalog>,
 }
 
 /// The manifests of a catalog server's bundles, read on demand.
@@ -35,7 +35,7 @@ impl ManifestSource for ServerManifests {
 
 /// A catalog read from another server (the [`source::remote::MakeCatalog`] of
 /// [`Sources::remote`]).
-pub fn remote_catalog(content: DeclarativeConfig, manifests: RemoteManifests) -> Catalog {
+pub(crate) fn remote_catalog(content: DeclarativeConfig, manifests: RemoteManifests) -> Catalog {
     Catalog::new(
         Arc::new(content),
         Some(Arc::new(ServerManifests(manifests))),
@@ -44,7 +44,7 @@ pub fn remote_catalog(content: DeclarativeConfig, manifests: RemoteManifests) ->
 
 /// A resolution's view of an input that could not be read: the request's fault when the input
 /// is not what it names, otherwise unavailable for now (or ours, for local files).
-pub fn from_source(e: source::Error) -> Error {
+pub(crate) fn from_source(e: source::Error) -> Error {
     use image::ErrorKind;
     use source::Error as Source;
     match e {
@@ -63,7 +63,7 @@ pub fn from_source(e: source::Error) -> Error {
 /// failing (the server's own catalog, for a catalog without an address, directory or image),
 /// fails the request. Every server read starts before any is waited for, and none is waited
 /// for past the remote budget.
-pub async fn load_catalogs<F>(
+pub(crate) async fn load_catalogs<F>(
     req: &Request,
     sources: &Sources<'_>,
     own: impl Fn() -> F,

@@ -15,7 +15,7 @@ fn decode<M: Message + Default>(bytes: &[u8]) -> Result<M, QueryError> {
 
 /// This server's catalog, read from its index. Blocking. Whatever fails here is the index's
 /// fault, not the request's.
-pub fn from_store(store: Arc<Store>) -> Result<Catalog, Error> {
+pub(crate) fn from_store(store: Arc<Store>) -> Result<Catalog, Error> {
     let content = store
         .with_conn(|conn| {
             let packages = query::list_packages(conn)?

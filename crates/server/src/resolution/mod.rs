@@ -51,7 +51,7 @@ pub struct ResolutionOptions {
     pub allowed: HashSet<String>,
 }
 
-pub struct ResolutionService {
+pub(crate) struct ResolutionService {
     catalog: ServedCatalog,
     remote: Arc<RemoteCatalogs<service::Catalog>>,
     allowed: HashSet<String>,
@@ -118,7 +118,7 @@ impl ResolutionService {
         Ok(Response::new(ResolveResponse::convert(outcome)))
     }
 
-    pub fn new(
+    pub(crate) fn new(
         catalog: ServedCatalog,
         options: ResolutionOptions,
         metrics: Option<Arc<Metrics>>,

@@ -32,7 +32,7 @@ pub trait ReadCounter: Send + Sync {
 }
 
 /// Makes the cached form of a catalog from what was read.
-pub type MakeCatalog<C> = fn(DeclarativeConfig, RemoteManifests) -> C;
+pub(crate) type MakeCatalog<C> = fn(DeclarativeConfig, RemoteManifests) -> C;
 
 /// What reading another server's catalog may cost. A catalog server can be anything a caller
 /// names, so each read is bounded in bytes and in time.
