@@ -9,6 +9,7 @@ use clap::Args;
 use source::image::{Images, pull_unpacked};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
+use unfinished::Unfinished;
 
 /// Add bundles (directories or images) to a file-based catalog.
 ///
@@ -47,6 +48,7 @@ fn add(args: AddArgs, use_http: bool, skip_tls_verify: bool) -> Result<(), Strin
     let mut dc = original.clone();
     let mut touched = BTreeSet::new();
     let mut images = Images::new(args.image.options(use_http, skip_tls_verify));
+    let unfinished = Unfinished::new();
     for reference in &args.bundles {
         let new = if Path::new(reference).is_dir() {
             new_bundle(
@@ -56,7 +58,7 @@ fn add(args: AddArgs, use_http: bool, skip_tls_verify: bool) -> Result<(), Strin
         } else {
             let (runtime, registry) = images.get().map_err(|e| e.to_string())?;
             let image = runtime
-                .block_on(pull_unpacked(registry, reference))
+                .block_on(pull_unpacked(registry, reference, &unfinished))
                 .map_err(|e| e.to_string())?;
             let bundle =
                 BundleDir::read(&image.content).map_err(|e| format!("{reference}: {e}"))?;

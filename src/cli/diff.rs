@@ -3,6 +3,7 @@ use author::diff::diff;
 use clap::Args;
 use source::image::Images;
 use source::reference::load_reference;
+use unfinished::Unfinished;
 
 /// Show what updating a catalog from OLD to NEW changes for clusters.
 ///
@@ -37,7 +38,9 @@ pub fn run(args: DiffArgs, use_http: bool, skip_tls_verify: bool) -> i32 {
 /// Prints the diff; true when an upgrade path is lost.
 fn run_diff(args: &DiffArgs, use_http: bool, skip_tls_verify: bool) -> Result<bool, String> {
     let mut images = Images::new(args.image.options(use_http, skip_tls_verify));
-    let mut load = |r: &str| load_reference(&mut images, r, None).map_err(|e| e.to_string());
+    let unfinished = Unfinished::new();
+    let mut load =
+        |r: &str| load_reference(&mut images, &unfinished, r, None).map_err(|e| e.to_string());
     let (old, new) = (load(&args.old)?, load(&args.new)?);
     let d = diff(&old, &new);
     let text = match args.output.as_str() {

@@ -3,6 +3,7 @@ use super::images::ImageArgs;
 use clap::Args;
 use mirror::{self, Options};
 use std::path::PathBuf;
+use unfinished::Unfinished;
 
 /// Mirror operator catalogs, every image they reference and additional images to a registry
 /// or to disk, as oc-mirror v2 does for an ImageSetConfiguration (mirror.openshift.io/v2alpha1).
@@ -53,5 +54,6 @@ pub fn run(args: MirrorArgs, use_http: bool, skip_tls_verify: bool) -> i32 {
     super::exit_code(mirror::run(
         &options,
         &args.image.options(use_http, skip_tls_verify),
+        &Unfinished::new(),
     ))
 }

@@ -8,6 +8,7 @@ use clap::Args;
 use source::image::Images;
 use source::reference::load_reference;
 use std::io::Write;
+use unfinished::Unfinished;
 
 /// Render catalogs and bundles as one file-based catalog on stdout.
 ///
@@ -49,8 +50,10 @@ fn render(args: &RenderArgs, use_http: bool, skip_tls_verify: bool) -> Result<()
         .transpose()?;
     let mut dc = DeclarativeConfig::default();
     let mut images = Images::new(args.image.options(use_http, skip_tls_verify));
+    let unfinished = Unfinished::new();
     for r in &args.refs {
-        dc.append(load_reference(&mut images, r, template.as_ref()).map_err(|e| e.to_string())?);
+        let loaded = load_reference(&mut images, &unfinished, r, template.as_ref());
+        dc.append(loaded.map_err(|e| e.to_string())?);
     }
     migrate(&mut dc, level)?;
     let stdout = std::io::stdout();

@@ -5,6 +5,7 @@ use catalog::DeclarativeConfig;
 use clap::Args;
 use source::image::Images;
 use source::reference::load_reference;
+use unfinished::Unfinished;
 
 /// Draw the upgrade graph of catalogs as Mermaid text (opm alpha render-graph).
 ///
@@ -40,9 +41,10 @@ fn render_graph(
     skip_tls_verify: bool,
 ) -> Result<(), String> {
     let mut images = Images::new(args.image.options(use_http, skip_tls_verify));
+    let unfinished = Unfinished::new();
     let mut dc = DeclarativeConfig::default();
     for r in &args.refs {
-        dc.append(load_reference(&mut images, r, None).map_err(|e| e.to_string())?);
+        dc.append(load_reference(&mut images, &unfinished, r, None).map_err(|e| e.to_string())?);
     }
     if args.output == "svg" {
         if args.minimum_edge.is_some() || args.draw_v0_semantics {

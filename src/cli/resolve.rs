@@ -8,6 +8,7 @@ use resolve::service::report;
 use server::resolution::resolve_file;
 use std::io::Write as _;
 use std::path::PathBuf;
+use unfinished::Unfinished;
 
 /// Resolve subscriptions (OLM classic) or ClusterExtensions (OLM v1) against catalogs.
 ///
@@ -30,7 +31,7 @@ pub struct ResolveArgs {
 
 pub fn run(args: ResolveArgs, use_http: bool, skip_tls_verify: bool) -> i32 {
     let images = args.image.options(use_http, skip_tls_verify);
-    let outcome = match resolve_file(&args.request, &images) {
+    let outcome = match resolve_file(&args.request, &images, &Unfinished::new()) {
         Ok(outcome) => outcome,
         Err(message) => {
             eprintln!("error: {}: {message}", args.request.display());

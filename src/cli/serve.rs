@@ -322,6 +322,8 @@ fn serve(args: &ServeArgs, use_http: bool, skip_tls_verify: bool) -> Result<(), 
     let enforce_integrity = args.cache_enforce_integrity.unwrap_or(false);
     let cache_only = args.cache_only;
     let catalogd_content = args.catalogd.http_addr.is_some();
+    let unfinished = unfinished::Unfinished::new();
+    let loading = unfinished.clone();
     // Runs on a blocking thread once the port is bound (pulling an image can take a while).
     let load = move || -> Result<OpenIndex, server::Error> {
         // The unpacked or rendered image (if any) is kept only until it is indexed.
@@ -332,7 +334,8 @@ fn serve(args: &ServeArgs, use_http: bool, skip_tls_verify: bool) -> Result<(), 
                 info!(image = %reference, "pulling catalog image");
                 let fetched = tracing::info_span!(target: store::SPAN_TARGET, "catalog.pull")
                     .in_scope(|| {
-                        tokio::runtime::Handle::current().block_on(fetch(registry, reference))
+                        tokio::runtime::Handle::current()
+                            .block_on(fetch(registry, reference, &loading))
                     })?;
                 match fetched {
                     Fetched::Dir(dir) => Input::Dir(&unpacked.insert(dir).root),
@@ -348,6 +351,7 @@ fn serve(args: &ServeArgs, use_http: bool, skip_tls_verify: bool) -> Result<(), 
             enforce_integrity,
             require_cache: cache_only,
             catalogd_content,
+            unfinished: &loading,
         })?)
     };
     let result = if args.cache_only {
@@ -416,7 +420,7 @@ fn serve(args: &ServeArgs, use_http: bool, skip_tls_verify: bool) -> Result<(), 
     };
     // A load still running after a stop is abandoned rather than waited for (it may be stuck
     // reading a file or a registry); what it was writing goes with it.
-    unfinished::remove_all();
+    unfinished.remove_all();
     runtime.shutdown_background();
     result
 }

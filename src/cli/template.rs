@@ -13,6 +13,7 @@ use clap::Args;
 use source::image::{Images, pull_unpacked};
 use std::io::{Read, Write};
 use std::path::Path;
+use unfinished::Unfinished;
 
 /// Render a catalog template (basic or semver) to a file-based catalog.
 ///
@@ -98,8 +99,10 @@ fn render_template(
         None => Kind::detect(&input).map_err(|e| format!("auto-detecting template type: {e}"))?,
     };
     let mut images = Images::new(args.image.options(use_http, skip_tls_verify));
-    let mut render_bundle =
-        |r: &str| render_bundle(&mut images, r, image_template.as_ref()).map(|b| vec![b]);
+    let unfinished = Unfinished::new();
+    let mut render_bundle = |r: &str| {
+        render_bundle(&mut images, &unfinished, r, image_template.as_ref()).map(|b| vec![b])
+    };
     let mut dc = kind
         .render(&input, &mut render_bundle)
         .map_err(|e| format!("rendering template: {e}"))?;
@@ -128,6 +131,7 @@ fn render_template(
 /// directory, whose image is `template` expanded when given.
 fn render_bundle(
     images: &mut Images,
+    unfinished: &Unfinished,
     r: &str,
     template: Option<&ImageTemplate>,
 ) -> Result<Bundle, String> {
@@ -146,7 +150,7 @@ fn render_bundle(
     }
     let (runtime, registry) = images.get().map_err(|e| e.to_string())?;
     let unpacked = runtime
-        .block_on(pull_unpacked(registry, r))
+        .block_on(pull_unpacked(registry, r, unfinished))
         .map_err(|e| fail(e.to_string()))?;
     if !unpacked.labels.contains_key(image::LABEL_BUNDLE_PACKAGE) {
         return Err(fail(

@@ -22,10 +22,18 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("store", &["api", "catalog", "unfinished"]),
     ("resolve", &["catalog"]),
     ("author", &["catalog"]),
-    ("mirror", &["catalog", "image", "source"]),
+    ("mirror", &["catalog", "image", "source", "unfinished"]),
     (
         "server",
-        &["api", "catalog", "image", "resolve", "source", "store"],
+        &[
+            "api",
+            "catalog",
+            "image",
+            "resolve",
+            "source",
+            "store",
+            "unfinished",
+        ],
     ),
     (
         "cli",

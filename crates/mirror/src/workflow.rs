@@ -16,6 +16,7 @@ use image::{ClientOptions, Registry};
 use source::image::fetch_as_fbc;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use unfinished::Unfinished;
 
 /// What to mirror where (the `mirror` command's flags).
 pub struct Options {
@@ -68,8 +69,9 @@ fn parse_target(to: &str) -> Result<Target, String> {
     })
 }
 
-/// Mirrors as `args` say, reaching registries with `client`.
-pub fn run(args: &Options, client: &ClientOptions) -> Result<(), String> {
+/// Mirrors as `args` say, reaching registries with `client`; catalog images are unpacked
+/// into directories on `unfinished`.
+pub fn run(args: &Options, client: &ClientOptions, unfinished: &Unfinished) -> Result<(), String> {
     let target = parse_target(&args.to)?;
     let workspace = PathBuf::from(
         args.workspace
@@ -111,7 +113,8 @@ pub fn run(args: &Options, client: &ClientOptions) -> Result<(), String> {
                 Target::Disk(dir) => archive::create(dir)?,
                 Target::Registry { .. } => Layout::create(staging_dir.path())?,
             };
-            let plan = runtime.block_on(make_plan(args, &config, &registry, &layout))?;
+            let plan =
+                runtime.block_on(make_plan(args, &config, &registry, &layout, unfinished))?;
             runtime.block_on(deliver(args, registry, layout, plan, &target, &workspace))
         }
     }
@@ -123,11 +126,12 @@ async fn make_plan(
     config: &ImageSetConfiguration,
     registry: &Arc<Registry>,
     staging: &Layout,
+    unfinished: &Unfinished,
 ) -> Result<Plan, String> {
     let mut wanted = Vec::new();
     let mut catalogs = Vec::new();
     for op in &config.mirror.operators {
-        let unpacked = fetch_as_fbc(registry, &op.catalog)
+        let unpacked = fetch_as_fbc(registry, &op.catalog, unfinished)
             .await
             .map_err(|e| e.to_string())?;
         let fbc = load_dir(&unpacked.root).map_err(|errors| {

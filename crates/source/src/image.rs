@@ -8,7 +8,7 @@ use catalog::{self, DeclarativeConfig};
 use image::{self, ClientOptions, ImageRef, Registry};
 use std::io::Write;
 use std::path::PathBuf;
-use unfinished::ScratchDir;
+use unfinished::{ScratchDir, Unfinished};
 
 /// A registry client and the runtime that drives it, made on first use: commands that also
 /// take local paths start neither unless an image is named.
@@ -55,12 +55,16 @@ pub enum Fetched {
 
 /// Pulls an image and makes an FBC directory of it, whatever its kind: see [`fetch`]; a
 /// rendered catalog is written out as `catalog.json`.
-pub async fn fetch_as_fbc(registry: &Registry, reference: &str) -> Result<UnpackedCatalog, Error> {
-    let dc = match fetch(registry, reference).await? {
+pub async fn fetch_as_fbc(
+    registry: &Registry,
+    reference: &str,
+    unfinished: &Unfinished,
+) -> Result<UnpackedCatalog, Error> {
+    let dc = match fetch(registry, reference, unfinished).await? {
         Fetched::Dir(unpacked) => return Ok(unpacked),
         Fetched::Rendered(dc) => dc,
     };
-    let dir = ScratchDir::new("olm-registry-image-")
+    let dir = ScratchDir::new(unfinished, "olm-registry-image-")
         .map_err(|e| Error::Io(format!("creating a directory for {reference}: {e}")))?;
     let local =
         |e: std::io::Error, path: &std::path::Path| Error::Io(format!("{}: {e}", path.display()));
@@ -78,12 +82,17 @@ pub async fn fetch_as_fbc(registry: &Registry, reference: &str) -> Result<Unpack
 /// Pulls an image and reads its catalog by its kind (found by its labels): a catalog image
 /// gives the directory its `…index.configs.v1` label names; a bundle image is rendered to an
 /// `olm.bundle` whose image is `reference`; a legacy index image's database is converted.
-pub async fn fetch(registry: &Registry, reference: &str) -> Result<Fetched, Error> {
+/// The image is unpacked into a directory on `unfinished`.
+pub async fn fetch(
+    registry: &Registry,
+    reference: &str,
+    unfinished: &Unfinished,
+) -> Result<Fetched, Error> {
     let Unpacked {
         dir,
         content,
         labels,
-    } = pull_unpacked(registry, reference).await?;
+    } = pull_unpacked(registry, reference, unfinished).await?;
     let inside = |label: &str| content.join(label.trim_start_matches('/'));
     let labels = &labels;
     if let Some(configs) = labels.get(image::LABEL_FBC) {
@@ -126,10 +135,15 @@ pub struct Unpacked {
     pub labels: std::collections::BTreeMap<String, String>,
 }
 
-pub async fn pull_unpacked(registry: &Registry, reference: &str) -> Result<Unpacked, Error> {
+/// Pulls an image and unpacks it into a private directory on `unfinished`.
+pub async fn pull_unpacked(
+    registry: &Registry,
+    reference: &str,
+    unfinished: &Unfinished,
+) -> Result<Unpacked, Error> {
     let image_ref = ImageRef::parse(reference).map_err(Error::Invalid)?;
     let pulled = registry.pull(&image_ref).await?;
-    let dir = ScratchDir::new("olm-registry-image-")
+    let dir = ScratchDir::new(unfinished, "olm-registry-image-")
         .map_err(|e| Error::Io(format!("creating a directory for {reference}: {e}")))?;
     let content = dir.path().join("image");
     image::unpack(&pulled, &content)?;

@@ -7,18 +7,21 @@ use bundle::template::ImageTemplate;
 use catalog::decode::describe_load_errors;
 use catalog::{DeclarativeConfig, walk};
 use std::path::Path;
+use unfinished::Unfinished;
 
 /// Any reference `render` accepts, as FBC: an existing path by what it holds (FBC, bundle
 /// or index.db; a package-manifest tree is refused with the command that converts it),
-/// anything else as an image. `template` names the image of a bundle directory.
+/// anything else as an image, unpacked into a directory on `unfinished`. `template` names the
+/// image of a bundle directory.
 pub fn load_reference(
     images: &mut Images,
+    unfinished: &Unfinished,
     r: &str,
     template: Option<&ImageTemplate>,
 ) -> Result<DeclarativeConfig, Error> {
     if !Path::new(r).exists() {
         let (runtime, registry) = images.get()?;
-        let unpacked = runtime.block_on(fetch_as_fbc(registry, r))?;
+        let unpacked = runtime.block_on(fetch_as_fbc(registry, r, unfinished))?;
         return walk::load_dir(&unpacked.root)
             .map_err(|e| Error::Invalid(describe_load_errors(&e)));
     }

@@ -9,7 +9,7 @@ use super::{Store, digest, schema};
 use catalog::decode::LoadError;
 use std::path::{Path, PathBuf};
 use tracing::{info, warn};
-use unfinished::ScratchDir;
+use unfinished::{ScratchDir, Unfinished};
 
 /// The directory inside `--cache-dir` that holds our index.
 pub(crate) const CACHE_SUBDIR: &str = "olm-registry.v1";
@@ -64,6 +64,9 @@ pub struct CacheOptions<'a> {
     /// The index must hold the catalogd HTTP API's content (`serve --http-addr`); a cached
     /// index without it is rebuilt. One with it serves either kind of server.
     pub catalogd_content: bool,
+    /// Where the files being written (the partial index, a private cache directory) are
+    /// listed, for a caller that may stop before they are done.
+    pub unfinished: &'a Unfinished,
 }
 
 /// Opens the index for a catalog, building it when there is no usable one.
@@ -162,7 +165,7 @@ fn digest_pass(catalog: Input<'_>) -> Result<String, Vec<LoadError>> {
 }
 
 fn build_in_scratch(opts: &CacheOptions<'_>) -> Result<OpenIndex, CacheError> {
-    let scratch = ScratchDir::new("olm-registry-cache-")
+    let scratch = ScratchDir::new(opts.unfinished, "olm-registry-cache-")
         .map_err(|e| CacheError::Io(format!("creating a private cache directory: {e}")))?;
     let index = scratch.path().join(INDEX_FILE);
     build(opts, &index, None, Some(scratch))
@@ -175,7 +178,15 @@ fn build(
     scratch: Option<ScratchDir>,
 ) -> Result<OpenIndex, CacheError> {
     let summary = tracing::info_span!(target: crate::SPAN_TARGET, "catalog.ingest")
-        .in_scope(|| build_index(opts.catalog, index, digest, opts.catalogd_content))
+        .in_scope(|| {
+            build_index(
+                opts.catalog,
+                index,
+                digest,
+                opts.catalogd_content,
+                opts.unfinished,
+            )
+        })
         .map_err(CacheError::Ingest)?;
     info!(
         packages = summary.packages,

@@ -147,11 +147,13 @@ pub(crate) const PARTIAL_SUFFIX: &str = ".db.partial";
 /// ingest's own reads. With `catalogd_content` it also holds what the catalogd HTTP API
 /// serves (every document's line and the compressed `/all`): that costs a share of the
 /// ingest's CPU and more than doubles the index, so only a server that answers HTTP asks.
+/// The partial file is on `unfinished` while it is written.
 pub(crate) fn build_index(
     input: Input<'_>,
     target: &Path,
     digest: Option<&str>,
     catalogd_content: bool,
+    unfinished: &unfinished::Unfinished,
 ) -> Result<Summary, IngestError> {
     let started = Instant::now();
     let files = match input {
@@ -169,7 +171,7 @@ pub(crate) fn build_index(
     tmp.as_file()
         .try_lock()
         .map_err(|e| IngestError::Storage(format!("locking {}: {e}", tmp.path().display())))?;
-    let _unfinished = unfinished::track(tmp.path());
+    let _unfinished = unfinished.track(tmp.path());
     let written = || -> Result<Summary, IngestError> {
         let mut conn = Connection::open(tmp.path())?;
         conn.execute_batch(

@@ -3,15 +3,21 @@
 use std::path::Path;
 use std::time::Duration;
 
-use super::load::{Sources, load_catalogs, remote_catalog};
+use super::load::{ImagePulls, Sources, load_catalogs, remote_catalog};
 use image::ClientOptions;
 use resolve::service::{Error, Outcome, Request, resolve_request};
 use source::{RemoteCatalogs, RemoteLimits};
+use unfinished::Unfinished;
 
-/// The resolution of the request in the file at `path`, images pulled with `images`.
-/// Catalog servers are read and images pulled on a runtime of one worker; the resolution
-/// runs outside it, where the manifests of catalog servers are fetched on demand.
-pub fn resolve_file(path: &Path, images: &ClientOptions) -> Result<Outcome, Error> {
+/// The resolution of the request in the file at `path`, images pulled with `images` and
+/// unpacked into directories on `unfinished`. Catalog servers are read and images pulled on
+/// a runtime of one worker; the resolution runs outside it, where the manifests of catalog
+/// servers are fetched on demand.
+pub fn resolve_file(
+    path: &Path,
+    images: &ClientOptions,
+    unfinished: &Unfinished,
+) -> Result<Outcome, Error> {
     let req = read_request(path).map_err(Error::InvalidRequest)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
@@ -21,7 +27,10 @@ pub fn resolve_file(path: &Path, images: &ClientOptions) -> Result<Outcome, Erro
     let remote = RemoteCatalogs::new(Duration::MAX, RemoteLimits::default(), remote_catalog);
     let sources = Sources {
         base: path.parent().unwrap_or(Path::new(".")),
-        images: Some(images),
+        images: Some(ImagePulls {
+            options: images,
+            unfinished,
+        }),
         remote: &remote,
     };
     // Every catalog has a directory, image or address (checked by read_request).

@@ -12,14 +12,22 @@ use image::{ClientOptions, Registry};
 use resolve::service::{Catalog, Error, Loaded, ManifestSource, Request, not_loaded};
 use source::image::fetch_as_fbc;
 use source::{RemoteCatalogs, RemoteManifests};
+use unfinished::Unfinished;
 
 /// Where the catalogs of a request are read from.
 pub(crate) struct Sources<'a> {
     /// What catalog directories are relative to.
     pub(crate) base: &'a Path,
-    /// How to reach registries, where requests may name images.
-    pub(crate) images: Option<&'a ClientOptions>,
+    /// How to pull images, where requests may name them.
+    pub(crate) images: Option<ImagePulls<'a>>,
     pub(crate) remote: &'a RemoteCatalogs<Catalog>,
+}
+
+/// How a request's images are pulled: the registry client's options, and the list their
+/// unpacked directories are on while they are read.
+pub(crate) struct ImagePulls<'a> {
+    pub(crate) options: &'a ClientOptions,
+    pub(crate) unfinished: &'a Unfinished,
 }
 
 /// The manifests of a catalog server's bundles, read on demand.
@@ -90,14 +98,14 @@ where
             Some(None) => match (&c.directory, &c.image) {
                 (Some(dir), _) => Ok(read_dir(sources.base.join(dir), ()).await.map_err(at)?),
                 (None, Some(reference)) => {
-                    let options = sources.images.ok_or_else(|| {
+                    let images = sources.images.as_ref().ok_or_else(|| {
                         at(Error::InvalidRequest("images are not read here".into()))
                     })?;
                     let registry = match &mut registry {
                         Some(r) => r,
-                        None => registry.insert(new_registry(options).await.map_err(at)?),
+                        None => registry.insert(new_registry(images.options).await.map_err(at)?),
                     };
-                    let unpacked = fetch_as_fbc(registry, reference)
+                    let unpacked = fetch_as_fbc(registry, reference, images.unfinished)
                         .await
                         .map_err(|e| at(from_source(e)))?;
                     let root = unpacked.root.clone();
