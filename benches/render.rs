@@ -5,6 +5,7 @@
 //!   cargo bench --bench render [-- <dir-of-bundles> [--gb N]]
 use bundle::dir::{BundleDir, is_bundle_dir};
 use bundle::render::render;
+use catalog::file::ReadLimits;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
@@ -79,7 +80,8 @@ fn main() {
                 let mut i = t;
                 while done.load(Ordering::Relaxed) < target {
                     let k = i % bundles.len();
-                    let b = BundleDir::read(&bundles[k]).expect("bundle reads");
+                    let b =
+                        BundleDir::read(&bundles[k], ReadLimits::default()).expect("bundle reads");
                     let out = render(&b, "quay.io/bench/bundle:v1");
                     std::hint::black_box(out);
                     done.fetch_add(sizes[k], Ordering::Relaxed);

@@ -7,6 +7,7 @@
 //!
 //!   python3 ../shared/tools/gen_catalog.py --packages 400 --bundles 20 --seed 1 --out /tmp/synth-large
 //!   cargo bench --bench resolve -- [--subscriptions N] [--runs N] <fbc-dir>...
+use catalog::file::ReadLimits;
 use catalog::types::{DeclarativeConfig, Property};
 use catalog::walk::load_dir;
 use resolve::classic::{
@@ -46,7 +47,7 @@ fn main() {
 
 fn bench_dir(dir: &str, subscriptions: usize, runs: usize) {
     let started = Instant::now();
-    let dc = load_dir(std::path::Path::new(dir))
+    let dc = load_dir(std::path::Path::new(dir), ReadLimits::default())
         .unwrap_or_else(|e| panic!("loading {dir}: {} error(s), first: {:?}", e.len(), e[0]));
     let load = started.elapsed();
     let packages = packages_with_dependencies(&dc, subscriptions);

@@ -4,6 +4,7 @@ use bundle::dir::BundleDir;
 use bundle::render::render;
 use catalog::add::{Mode, NewBundle, add_bundle};
 use catalog::decode::describe_load_errors;
+use catalog::file::ReadLimits;
 use catalog::{DeclarativeConfig, walk, write};
 use clap::Args;
 use source::image::{Images, pull_unpacked};
@@ -44,7 +45,9 @@ fn add(args: AddArgs, use_http: bool, skip_tls_verify: bool) -> Result<(), Strin
     } else {
         Mode::Replaces
     };
-    let original = walk::load_dir(&args.catalog).map_err(|e| describe_load_errors(&e))?;
+    // `add` has no --max-file-size: the catalog and bundles are read within the default cap.
+    let limits = ReadLimits::default();
+    let original = walk::load_dir(&args.catalog, limits).map_err(|e| describe_load_errors(&e))?;
     let mut dc = original.clone();
     let mut touched = BTreeSet::new();
     let mut images = Images::new(args.image.options(use_http, skip_tls_verify));
@@ -52,7 +55,7 @@ fn add(args: AddArgs, use_http: bool, skip_tls_verify: bool) -> Result<(), Strin
     for reference in &args.bundles {
         let new = if Path::new(reference).is_dir() {
             new_bundle(
-                &BundleDir::read(Path::new(reference)).map_err(|e| e.to_string())?,
+                &BundleDir::read(Path::new(reference), limits).map_err(|e| e.to_string())?,
                 "",
             )
         } else {
@@ -61,7 +64,7 @@ fn add(args: AddArgs, use_http: bool, skip_tls_verify: bool) -> Result<(), Strin
                 .block_on(pull_unpacked(registry, reference, &unfinished))
                 .map_err(|e| e.to_string())?;
             let bundle =
-                BundleDir::read(&image.content).map_err(|e| format!("{reference}: {e}"))?;
+                BundleDir::read(&image.content, limits).map_err(|e| format!("{reference}: {e}"))?;
             new_bundle(&bundle, reference)
         };
         touched.insert(new.bundle.package.clone());

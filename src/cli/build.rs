@@ -1,5 +1,6 @@
 use super::images::ImageArgs;
 use bundle::dir::BundleDir;
+use catalog::file::ReadLimits;
 use clap::{Args, Subcommand};
 use image::{self, ImageRef, build_image};
 use std::collections::BTreeMap;
@@ -49,7 +50,7 @@ fn build(args: BuildArgs, use_http: bool, skip_tls_verify: bool) -> Result<(), S
     let (built, tag, image) = match args.what {
         BuildKind::Bundle { dir, tag, image } => {
             // Reading the bundle checks it: an image of a broken bundle helps nobody.
-            let bundle = BundleDir::read(&dir).map_err(|e| e.to_string())?;
+            let bundle = BundleDir::read(&dir, ReadLimits::default()).map_err(|e| e.to_string())?;
             let a = &bundle.metadata.annotations;
             let mut labels = BTreeMap::from([
                 (

@@ -1,5 +1,6 @@
 use super::images::ImageArgs;
 use author::diff::diff;
+use catalog::file::ReadLimits;
 use clap::Args;
 use source::image::Images;
 use source::reference::load_reference;
@@ -39,8 +40,10 @@ pub fn run(args: DiffArgs, use_http: bool, skip_tls_verify: bool) -> i32 {
 fn run_diff(args: &DiffArgs, use_http: bool, skip_tls_verify: bool) -> Result<bool, String> {
     let mut images = Images::new(args.image.options(use_http, skip_tls_verify));
     let unfinished = Unfinished::new();
-    let mut load =
-        |r: &str| load_reference(&mut images, &unfinished, r, None).map_err(|e| e.to_string());
+    let mut load = |r: &str| {
+        load_reference(&mut images, &unfinished, ReadLimits::default(), r, None)
+            .map_err(|e| e.to_string())
+    };
     let (old, new) = (load(&args.old)?, load(&args.new)?);
     let d = diff(&old, &new);
     let text = match args.output.as_str() {

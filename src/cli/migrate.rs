@@ -1,5 +1,6 @@
 use super::Format;
 use bundle::migrate::{MigrationLevel, migrate};
+use catalog::file::ReadLimits;
 use catalog::{self, DeclarativeConfig};
 use clap::Args;
 use source::disk::Local;
@@ -65,7 +66,7 @@ fn run_migrate(args: &MigrateArgs) -> Result<(), String> {
         args.reference
     );
     let mut dc = Local::detect(&args.reference)
-        .and_then(|local| local.load(None))
+        .and_then(|local| local.load(None, ReadLimits::default()))
         .map_err(|e| e.to_string())?;
     migrate(&mut dc, level)?;
     write_tree(dc, out, args.output)?;

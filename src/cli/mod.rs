@@ -15,6 +15,7 @@ mod telemetry;
 mod template;
 mod validate;
 
+use catalog::file::ReadLimits;
 use clap::{Args, Parser, Subcommand};
 use std::io::IsTerminal;
 use telemetry::Telemetry;
@@ -29,9 +30,11 @@ struct ReadLimitArgs {
 }
 
 impl ReadLimitArgs {
-    /// Sets the limit for every catalog read of this process.
-    fn apply(&self) {
-        catalog::file::set_max_file_size(self.max_file_size);
+    /// The limits every catalog read of the command is given.
+    fn limits(&self) -> ReadLimits {
+        ReadLimits {
+            max_file_size: self.max_file_size,
+        }
     }
 }
 

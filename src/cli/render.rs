@@ -37,7 +37,6 @@ pub struct RenderArgs {
 }
 
 pub fn run(args: RenderArgs, use_http: bool, skip_tls_verify: bool) -> i32 {
-    args.read_limits.apply();
     super::exit_code(render(&args, use_http, skip_tls_verify))
 }
 
@@ -52,7 +51,8 @@ fn render(args: &RenderArgs, use_http: bool, skip_tls_verify: bool) -> Result<()
     let mut images = Images::new(args.image.options(use_http, skip_tls_verify));
     let unfinished = Unfinished::new();
     for r in &args.refs {
-        let loaded = load_reference(&mut images, &unfinished, r, template.as_ref());
+        let limits = args.read_limits.limits();
+        let loaded = load_reference(&mut images, &unfinished, limits, r, template.as_ref());
         dc.append(loaded.map_err(|e| e.to_string())?);
     }
     migrate(&mut dc, level)?;

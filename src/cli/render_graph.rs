@@ -2,6 +2,7 @@ use super::images::ImageArgs;
 use author::mermaid::{MermaidOptions, write_mermaid};
 use author::svg::write_svg;
 use catalog::DeclarativeConfig;
+use catalog::file::ReadLimits;
 use clap::Args;
 use source::image::Images;
 use source::reference::load_reference;
@@ -44,7 +45,8 @@ fn render_graph(
     let unfinished = Unfinished::new();
     let mut dc = DeclarativeConfig::default();
     for r in &args.refs {
-        dc.append(load_reference(&mut images, &unfinished, r, None).map_err(|e| e.to_string())?);
+        let loaded = load_reference(&mut images, &unfinished, ReadLimits::default(), r, None);
+        dc.append(loaded.map_err(|e| e.to_string())?);
     }
     if args.output == "svg" {
         if args.minimum_edge.is_some() || args.draw_v0_semantics {

@@ -3,6 +3,7 @@
 //! The request, its loading and the answer are [`resolve::service`]'s; this prints.
 use super::Format;
 use super::images::ImageArgs;
+use catalog::file::ReadLimits;
 use clap::Args;
 use resolve::service::report;
 use server::resolution::resolve_file;
@@ -31,7 +32,8 @@ pub struct ResolveArgs {
 
 pub fn run(args: ResolveArgs, use_http: bool, skip_tls_verify: bool) -> i32 {
     let images = args.image.options(use_http, skip_tls_verify);
-    let outcome = match resolve_file(&args.request, &images, &Unfinished::new()) {
+    let unfinished = Unfinished::new();
+    let outcome = match resolve_file(&args.request, &images, &unfinished, ReadLimits::default()) {
         Ok(outcome) => outcome,
         Err(message) => {
             eprintln!("error: {}: {message}", args.request.display());

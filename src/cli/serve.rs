@@ -269,7 +269,6 @@ fn parse_duration(s: &str) -> Result<Duration, String> {
 }
 
 pub fn run(args: ServeArgs, use_http: bool, skip_tls_verify: bool) -> i32 {
-    args.read_limits.apply();
     match serve(&args, use_http, skip_tls_verify) {
         Ok(()) => 0,
         Err(message) => {
@@ -322,6 +321,7 @@ fn serve(args: &ServeArgs, use_http: bool, skip_tls_verify: bool) -> Result<(), 
     let enforce_integrity = args.cache_enforce_integrity.unwrap_or(false);
     let cache_only = args.cache_only;
     let catalogd_content = args.catalogd.http_addr.is_some();
+    let read_limits = args.read_limits.limits();
     let unfinished = unfinished::Unfinished::new();
     let loading = unfinished.clone();
     // Runs on a blocking thread once the port is bound (pulling an image can take a while).
@@ -329,16 +329,20 @@ fn serve(args: &ServeArgs, use_http: bool, skip_tls_verify: bool) -> Result<(), 
         // The unpacked or rendered image (if any) is kept only until it is indexed.
         let (mut unpacked, mut rendered) = (None, None);
         let catalog = match &source {
-            Source::Dir(dir) => Input::Dir(dir),
+            Source::Dir(dir) => Input::Dir(dir, read_limits),
             Source::Image(registry, reference) => {
                 info!(image = %reference, "pulling catalog image");
                 let fetched = tracing::info_span!(target: store::SPAN_TARGET, "catalog.pull")
                     .in_scope(|| {
-                        tokio::runtime::Handle::current()
-                            .block_on(fetch(registry, reference, &loading))
+                        tokio::runtime::Handle::current().block_on(fetch(
+                            registry,
+                            reference,
+                            &loading,
+                            read_limits,
+                        ))
                     })?;
                 match fetched {
-                    Fetched::Dir(dir) => Input::Dir(&unpacked.insert(dir).root),
+                    Fetched::Dir(dir) => Input::Dir(&unpacked.insert(dir).root, read_limits),
                     Fetched::Rendered(dc) => {
                         Input::Rendered(rendered.insert(Rendered::new(reference, &dc)))
                     }
@@ -413,6 +417,7 @@ fn serve(args: &ServeArgs, use_http: bool, skip_tls_verify: bool) -> Result<(), 
                 args.shutdown_grace,
                 args.resolution.options(),
                 args.limits.limits(),
+                read_limits,
             )
             .await
             .map_err(|e| e.to_string())

@@ -8,6 +8,7 @@ use bundle::dir::BundleDir;
 use bundle::migrate::migrate;
 use bundle::render::render;
 use bundle::template::ImageTemplate;
+use catalog::file::ReadLimits;
 use catalog::{self, Bundle};
 use clap::Args;
 use source::image::{Images, pull_unpacked};
@@ -141,7 +142,8 @@ fn render_bundle(
         if !path.is_dir() {
             return Err(fail(format!("ref {r:?} is not a directory: not allowed")));
         }
-        let bundle = BundleDir::read(path).map_err(|e| fail(e.to_string()))?;
+        let bundle =
+            BundleDir::read(path, ReadLimits::default()).map_err(|e| fail(e.to_string()))?;
         let image = template.map_or_else(
             || r.to_owned(),
             |t| t.expand(bundle.package(), bundle.name(), &csv::version(bundle.csv())),
@@ -157,7 +159,8 @@ fn render_bundle(
             "cannot render declarative config image: not allowed".into(),
         ));
     }
-    let bundle = BundleDir::read(&unpacked.content).map_err(|e| fail(e.to_string()))?;
+    let bundle = BundleDir::read(&unpacked.content, ReadLimits::default())
+        .map_err(|e| fail(e.to_string()))?;
     Ok(render(&bundle, r))
 }
 

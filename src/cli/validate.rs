@@ -17,8 +17,7 @@ pub struct ValidateArgs {
 }
 
 pub fn run(args: ValidateArgs) -> i32 {
-    args.read_limits.apply();
-    let result = catalog::walk::load_dir(&args.directory)
+    let result = catalog::walk::load_dir(&args.directory, args.read_limits.limits())
         .map_err(|errors| describe_load_errors(&errors))
         .and_then(|dc| Model::build(dc).map(drop).map_err(|e| e.to_string()));
     match args.output {

@@ -166,7 +166,7 @@ fn render_template_to_catalog(
     assert_eq!(code, 0, "{stderr}");
     let catalog = dir.join("catalog");
     crate::common::write(&catalog.join("catalog.json"), &stdout);
-    let dc = catalog::walk::load_dir(&catalog).unwrap();
+    let dc = catalog::walk::load_dir(&catalog, catalog::file::ReadLimits::default()).unwrap();
     (catalog, dc)
 }
 
@@ -400,7 +400,8 @@ entries:
         assert_eq!(code, 0, "{stderr}");
         let alone = dir.path().join("alone");
         crate::common::write(&alone.join("catalog.json"), &rendered);
-        let expected = catalog::walk::load_dir(&alone).unwrap();
+        let expected =
+            catalog::walk::load_dir(&alone, catalog::file::ReadLimits::default()).unwrap();
         let strip = |b: &catalog::Bundle| catalog::Bundle {
             origin: Default::default(),
             ..b.clone()
@@ -702,7 +703,7 @@ fn render_template_from_stdin_with_migrations() {
         &catalog.path().join("catalog.yaml"),
         &String::from_utf8(out.stdout).unwrap(),
     );
-    let dc = catalog::walk::load_dir(catalog.path()).unwrap();
+    let dc = catalog::walk::load_dir(catalog.path(), catalog::file::ReadLimits::default()).unwrap();
     let kinds: std::collections::BTreeSet<&str> = dc.bundles[0]
         .properties
         .iter()

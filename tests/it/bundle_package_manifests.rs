@@ -3,6 +3,7 @@
 
 use crate::common::{bundle_objects, shared_testdata};
 use bundle::package_manifests::{Options, PackageManifest, ProvidedApis, load, package_manifest};
+use catalog::file::ReadLimits;
 use catalog::model::Model;
 use catalog::{self, Bundle, DeclarativeConfig, property};
 use sha2::{Digest, Sha256};
@@ -55,7 +56,9 @@ fn manifests_convert_as_upstream_opm_migrate_did() {
     let ours = load(&root.join("manifests"), &Options::default()).unwrap_or_else(|e| panic!("{e}"));
     let mut theirs = DeclarativeConfig::default();
     for pkg in ["etcd", "prometheus", "strimzi-kafka-operator"] {
-        let one = catalog::walk::load_dir(&root.join("manifests-fbc").join(pkg)).unwrap();
+        let one =
+            catalog::walk::load_dir(&root.join("manifests-fbc").join(pkg), ReadLimits::default())
+                .unwrap();
         theirs.packages.extend(one.packages);
         theirs.channels.extend(one.channels);
         theirs.bundles.extend(one.bundles);
@@ -71,6 +74,7 @@ fn dataset_m() -> Option<DeclarativeConfig> {
             "etcdoperator.v0.9.2".to_owned(),
             "fake/etcd-operator:v0.9.2".to_owned(),
         )]),
+        limits: ReadLimits::default(),
     };
     Some(load(&root, &options).unwrap_or_else(|e| panic!("{e}")))
 }

@@ -4,11 +4,12 @@
 use crate::common::{bundle_objects, run, shared_testdata};
 use bundle::dir::{BundleDir, is_bundle_dir};
 use bundle::render::render;
+use catalog::file::ReadLimits;
 use catalog::{Bundle, property};
 use std::path::Path;
 
 fn render_dir(path: &Path, image: &str) -> Bundle {
-    let b = BundleDir::read(path).unwrap_or_else(|e| panic!("{e}"));
+    let b = BundleDir::read(path, ReadLimits::default()).unwrap_or_else(|e| panic!("{e}"));
     render(&b, image)
 }
 
@@ -354,7 +355,7 @@ fn a_directory_without_annotations_is_refused() {
     let tmp = tempfile::tempdir().unwrap();
     copy_dir(&root, tmp.path());
     std::fs::remove_file(tmp.path().join("metadata/annotations.yaml")).unwrap();
-    let err = BundleDir::read(tmp.path()).unwrap_err();
+    let err = BundleDir::read(tmp.path(), ReadLimits::default()).unwrap_err();
     assert_eq!(
         err.problems,
         [format!(

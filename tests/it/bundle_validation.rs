@@ -5,11 +5,12 @@ use crate::common::shared_testdata;
 use bundle::content;
 use bundle::dir::BundleDir;
 use bundle::manifests::read_objects;
+use catalog::file::ReadLimits;
 
 /// The problems reading the bundle directory `rel` reports.
 fn read_problems(rel: &str) -> Option<Vec<String>> {
     let dir = shared_testdata("upstream/bundle-validation")?.join(rel);
-    let err = BundleDir::read(&dir).expect_err(rel);
+    let err = BundleDir::read(&dir, ReadLimits::default()).expect_err(rel);
     assert_eq!(err.bundle, dir.display().to_string());
     assert!(
         err.to_string()
@@ -21,7 +22,9 @@ fn read_problems(rel: &str) -> Option<Vec<String>> {
 /// Content problems of a directory of manifests (the flat invalid_manifests_bundle cases).
 fn content_problems(rel: &str) -> Option<Vec<String>> {
     let dir = shared_testdata("upstream/bundle-validation")?.join(rel);
-    Some(content::check(&read_objects(&dir).unwrap()))
+    Some(content::check(
+        &read_objects(&dir, ReadLimits::default()).unwrap(),
+    ))
 }
 
 #[test]
@@ -30,7 +33,8 @@ fn valid_bundles_pass_every_check() {
         return;
     };
     for rel in ["valid_bundle", "valid_bundle_2"] {
-        let b = BundleDir::read(&root.join(rel)).unwrap_or_else(|e| panic!("{e}"));
+        let b = BundleDir::read(&root.join(rel), ReadLimits::default())
+            .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(content::check(&b.objects), Vec::<String>::new(), "{rel}");
     }
 }
@@ -162,7 +166,7 @@ fn a_bundle_missing_an_owned_crd_does_not_render() {
         dir.join("metadata/annotations.yaml"),
     )
     .unwrap();
-    let err = BundleDir::read(&dir).unwrap_err();
+    let err = BundleDir::read(&dir, ReadLimits::default()).unwrap_err();
     assert_eq!(
         err.problems,
         [

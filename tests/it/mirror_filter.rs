@@ -2,6 +2,7 @@
 //! bundles each ImageSetConfiguration filter keeps, the errors, and the `--dry-run` report.
 //! Every filtered catalog is checked to validate.
 
+use catalog::file::ReadLimits;
 use catalog::model::Model;
 use catalog::semver::Version;
 use catalog::types::*;
@@ -10,7 +11,11 @@ use mirror::config::Operators;
 use mirror::filter::{DroppedChannel, FilterError, FilterProblem, Filtered, Reason, filter};
 
 fn catalog() -> DeclarativeConfig {
-    load_dir(&crate::common::fixture("mirror/catalog")).unwrap()
+    load_dir(
+        &crate::common::fixture("mirror/catalog"),
+        ReadLimits::default(),
+    )
+    .unwrap()
 }
 
 /// An `operators[]` entry, as the configuration file spells it.
@@ -562,7 +567,7 @@ fn heads_of_a_real_catalog(rel: &str) {
     let Some(dir) = crate::common::shared_testdata(rel) else {
         return;
     };
-    let source = load_dir(&dir).unwrap();
+    let source = load_dir(&dir, ReadLimits::default()).unwrap();
     let model = Model::build(source.clone()).unwrap();
     let f = filter(&source, &op("")).unwrap_or_else(|e| panic!("{e}"));
     let filtered = Model::build(f.config.clone()).unwrap_or_else(|e| panic!("{e}"));
@@ -613,7 +618,7 @@ fn heads_only_on_the_real_community_catalog_v4_20() {
 /// meet). Returns how many filters passed and how many dropped the default channel.
 fn ranges_over_a_real_catalog(rel: &str) -> Option<(usize, usize)> {
     let dir = crate::common::shared_testdata(rel)?;
-    let source = load_dir(&dir).unwrap();
+    let source = load_dir(&dir, ReadLimits::default()).unwrap();
     let model = Model::build(source.clone()).unwrap();
     let version = |b: &Bundle| {
         let p = b

@@ -4,6 +4,7 @@ use super::dependencies;
 use super::manifests::{self, Manifest};
 use super::metadata::{self, Metadata, REGISTRY_V1};
 use catalog::Gvk;
+use catalog::file::ReadLimits;
 use serde_json::Value;
 use std::fmt;
 use std::path::Path;
@@ -47,15 +48,17 @@ pub fn is_bundle_dir(path: &Path) -> bool {
 impl BundleDir {
     /// Reads and checks the bundle at `path`: annotations present and naming a package,
     /// media type (if set) `registry+v1`, dependencies well-formed, at least one object and
-    /// a CSV, and every CRD the CSV owns present in the bundle.
-    pub fn read(path: &Path) -> Result<BundleDir, BundleError> {
+    /// a CSV, and every CRD the CSV owns present in the bundle. Files are read within
+    /// `limits`.
+    pub fn read(path: &Path, limits: ReadLimits) -> Result<BundleDir, BundleError> {
         let fail = |problems: Vec<String>| BundleError {
             bundle: path.display().to_string(),
             problems,
         };
-        let metadata = metadata::read_dir(&path.join("metadata")).map_err(|p| fail(vec![p]))?;
+        let metadata =
+            metadata::read_dir(&path.join("metadata"), limits).map_err(|p| fail(vec![p]))?;
         let objects =
-            manifests::read_objects(&path.join("manifests")).map_err(|p| fail(vec![p]))?;
+            manifests::read_objects(&path.join("manifests"), limits).map_err(|p| fail(vec![p]))?;
         let mut problems = Vec::new();
         let media_type = &metadata.annotations.media_type;
         if !media_type.is_empty() && media_type != REGISTRY_V1 {

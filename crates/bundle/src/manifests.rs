@@ -4,6 +4,7 @@ use super::csv;
 use base64::Engine;
 use catalog::Gvk;
 use catalog::decode::yaml_to_json;
+use catalog::file::ReadLimits;
 use catalog::json::canonical;
 use catalog::{Property, property};
 use serde_json::Value;
@@ -39,9 +40,9 @@ impl Manifest {
 /// Reads the first document of every regular, non-hidden file directly in `dir`, in file
 /// name order, keeping the Kubernetes objects. Sub-directories and hidden files (whiteouts
 /// such as `.wh..wh..opq`) are not read; files that are not an object with a `kind` are
-/// skipped with a warning, as upstream does.
-pub fn read_objects(dir: &Path) -> Result<Vec<Manifest>, String> {
-    let mut objects = read_documents(dir)?;
+/// skipped with a warning, as upstream does. Files are read within `limits`.
+pub fn read_objects(dir: &Path, limits: ReadLimits) -> Result<Vec<Manifest>, String> {
+    let mut objects = read_documents(dir, limits)?;
     objects.retain(|m| {
         let keep = !m.kind().is_empty();
         if !keep {
@@ -53,12 +54,13 @@ pub fn read_objects(dir: &Path) -> Result<Vec<Manifest>, String> {
 }
 
 /// The first document of every regular, non-hidden file directly in `dir` that decodes to a
-/// JSON object, in file name order; undecodable files are skipped with a warning.
-pub(crate) fn read_documents(dir: &Path) -> Result<Vec<Manifest>, String> {
+/// JSON object, in file name order; undecodable files are skipped with a warning. Files are
+/// read within `limits`.
+pub(crate) fn read_documents(dir: &Path, limits: ReadLimits) -> Result<Vec<Manifest>, String> {
     let mut docs = Vec::new();
     for file in regular_files(dir)? {
         let path = dir.join(&file);
-        let data = read_file(&path)?;
+        let data = read_file(&path, limits)?;
         match yaml_to_json(&data) {
             Ok(object @ Value::Object(_)) => docs.push(Manifest {
                 file: file.to_string_lossy().into_owned(),
@@ -75,18 +77,15 @@ pub(crate) fn read_documents(dir: &Path) -> Result<Vec<Manifest>, String> {
 
 /// A bundle file's bytes, never more than the catalog file cap (`--max-file-size`): a bundle
 /// image's manifest could otherwise be as large as the unpacked image.
-pub(super) fn read_file(path: &Path) -> Result<Vec<u8>, String> {
+pub(super) fn read_file(path: &Path, limits: ReadLimits) -> Result<Vec<u8>, String> {
     use std::io::Read;
-    let cap = catalog::file::max_file_size();
+    let cap = limits.max_file_size;
     let mut data = Vec::new();
     std::fs::File::open(path)
         .and_then(|f| f.take(cap + 1).read_to_end(&mut data))
         .map_err(|e| format!("reading {}: {e}", path.display()))?;
     if data.len() as u64 > cap {
-        return Err(format!(
-            "{}: larger than {cap} bytes, the most a catalog file may hold (see --max-file-size)",
-            path.display()
-        ));
+        return Err(format!("{}: {}", path.display(), limits.too_large()));
     }
     Ok(data)
 }

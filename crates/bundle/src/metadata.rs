@@ -3,6 +3,7 @@
 //! next to `annotations.yaml`.
 use super::manifests::{read_file, regular_files};
 use catalog::decode::yaml_to_json;
+use catalog::file::ReadLimits;
 use catalog::json::canonical;
 use serde_json::Value;
 use std::path::Path;
@@ -49,13 +50,14 @@ pub struct Metadata {
 /// Reads `dir` (a bundle's `metadata/`): the first file (name order) whose `annotations` set
 /// the package, channels or default channel; the first with a non-empty `dependencies` list;
 /// the first with a non-empty `properties` list. Only a file's first document counts.
-pub(crate) fn read_dir(dir: &Path) -> Result<Metadata, String> {
+/// Files are read within `limits`.
+pub(crate) fn read_dir(dir: &Path, limits: ReadLimits) -> Result<Metadata, String> {
     let mut annotations = None;
     let mut dependencies = None;
     let mut properties = None;
     for file in regular_files(dir)? {
         let path = dir.join(&file);
-        let data = read_file(&path)?;
+        let data = read_file(&path, limits)?;
         let Ok(doc) = yaml_to_json(&data) else {
             tracing::debug!(file = %path.display(), "skipping an undecodable metadata file");
             continue;

@@ -11,6 +11,7 @@ use super::render::{
     related_images, required_gvks,
 };
 use catalog::decode::yaml_to_json;
+use catalog::file::ReadLimits;
 use catalog::{Bundle, Channel, ChannelEntry, DeclarativeConfig, Origin, Package, Property};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
@@ -127,12 +128,14 @@ pub struct Options {
     /// Pull specs of bundles (by CSV name) that have one; a tree on disk has none, so every
     /// other bundle's image is `""`.
     pub images: BTreeMap<String, String>,
+    /// How much of the tree's files may be read.
+    pub limits: ReadLimits,
 }
 
 /// Converts the tree at `root`.
 pub fn load(root: &Path, options: &Options) -> Result<DeclarativeConfig, String> {
     let mut dirs = Vec::new();
-    walk(root, root, &mut dirs)?;
+    walk(root, root, options.limits, &mut dirs)?;
     // Each bundle belongs to the package manifest of its nearest enclosing directory.
     let mut packages: Vec<(PathBuf, String, PackageManifest)> = dirs
         .iter_mut()
@@ -185,14 +188,19 @@ pub fn load(root: &Path, options: &Options) -> Result<DeclarativeConfig, String>
     Ok(dc)
 }
 
-/// Reads `dir` and, recursively, its non-hidden sub-directories in name order.
-fn walk(root: &Path, dir: &Path, out: &mut Vec<DirContents>) -> Result<(), String> {
+/// Reads `dir` and, recursively, its non-hidden sub-directories in name order, within `limits`.
+fn walk(
+    root: &Path,
+    dir: &Path,
+    limits: ReadLimits,
+    out: &mut Vec<DirContents>,
+) -> Result<(), String> {
     let rel = |file: &str| {
         dir.join(file)
             .strip_prefix(root)
             .map_or_else(|_| file.to_owned(), |p| p.display().to_string())
     };
-    let docs = read_documents(dir)?;
+    let docs = read_documents(dir, limits)?;
     let mut package = None;
     for m in docs.iter().filter(|m| m.kind().is_empty()) {
         if let Some(parsed) = package_manifest(&m.object) {
@@ -240,7 +248,7 @@ fn walk(root: &Path, dir: &Path, out: &mut Vec<DirContents>) -> Result<(), Strin
         .collect();
     subdirs.sort();
     for sub in subdirs {
-        walk(root, &sub, out)?;
+        walk(root, &sub, limits, out)?;
     }
     Ok(())
 }

@@ -7,24 +7,37 @@ use std::fs::{File, OpenOptions};
 use std::io::Read;
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 /// 256 MiB (the commands' `--max-file-size` default): the largest file of the community catalogs is 3.5 MB and a whole community
 /// catalog rendered into one file is about 21 MB, so real catalogs stay far below it, while a
 /// file this size still fits in memory (decoding holds about twice the file).
-pub(crate) const DEFAULT_MAX_FILE_SIZE: u64 = 256 << 20;
+const DEFAULT_MAX_FILE_SIZE: u64 = 256 << 20;
 
-/// A process-wide setting like a resource limit: every path that reads catalog files
-/// (directories, unpacked images, the digest) obeys it without threading it through each
-/// caller. The commands set it once from `--max-file-size` before reading anything.
-static MAX_FILE_SIZE: AtomicU64 = AtomicU64::new(DEFAULT_MAX_FILE_SIZE);
-
-pub fn set_max_file_size(bytes: u64) {
-    MAX_FILE_SIZE.store(bytes, Ordering::Relaxed);
+/// How much of a catalog's files may be read (`--max-file-size`). Every reader of catalog
+/// files is given one: the walk hands it to each file it finds, and bundle directories are
+/// read under it too.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ReadLimits {
+    /// The largest file read; a larger one is an error naming it.
+    pub max_file_size: u64,
 }
 
-pub fn max_file_size() -> u64 {
-    MAX_FILE_SIZE.load(Ordering::Relaxed)
+impl Default for ReadLimits {
+    fn default() -> ReadLimits {
+        ReadLimits {
+            max_file_size: DEFAULT_MAX_FILE_SIZE,
+        }
+    }
+}
+
+impl ReadLimits {
+    /// What is wrong with a file over the cap, for a message that names it.
+    pub fn too_large(&self) -> String {
+        format!(
+            "larger than {} bytes, the most a catalog file may hold (see --max-file-size)",
+            self.max_file_size
+        )
+    }
 }
 
 /// A file found by the catalog walk.
@@ -35,6 +48,8 @@ pub struct CatalogFile {
     pub rel: String,
     /// Where the file is, symbolic links resolved (the walk checked they stay in the root).
     pub(super) path: PathBuf,
+    /// What the walk that found it may read.
+    pub(super) limits: ReadLimits,
 }
 
 impl CatalogFile {
@@ -71,24 +86,21 @@ impl CatalogFile {
             };
             return Err(self.error(format!("{what}: only regular files can be catalog files")));
         }
-        if meta.len() > max_file_size() {
+        if meta.len() > self.limits.max_file_size {
             return Err(self.too_large());
         }
         Ok(file)
     }
 
     fn too_large(&self) -> LoadError {
-        self.error(format!(
-            "larger than {} bytes, the most a catalog file may hold (see --max-file-size)",
-            max_file_size()
-        ))
+        self.error(self.limits.too_large())
     }
 
     /// Hands the file's bytes to `consume` a chunk at a time and returns their count. Never
     /// more than the cap is read, even from a file that grows meanwhile.
     pub fn read_with(&self, mut consume: impl FnMut(&[u8])) -> Result<u64, LoadError> {
         let file = self.open()?;
-        let cap = max_file_size();
+        let cap = self.limits.max_file_size;
         let mut reader = file.take(cap + 1);
         let mut buf = vec![0u8; 1 << 16];
         let mut len = 0u64;

@@ -2,6 +2,7 @@
 //! loading them all.
 use super::decode::{LoadError, parse_documents_seeing};
 pub use super::file::CatalogFile;
+use super::file::ReadLimits;
 use super::property;
 use super::types::{DeclarativeConfig, Document};
 use ignore::Match;
@@ -69,9 +70,10 @@ pub fn decode_file_seeing(
 
 /// The catalog files under `root` in walk order: recursive, entries of each directory in
 /// byte order, nothing skipped but directories, `.indexignore` files and what they exclude.
-/// Hidden files are catalog files too. See [`all_files`] for how links are followed.
-pub fn catalog_files(root: &Path) -> Result<Vec<CatalogFile>, Vec<LoadError>> {
-    let tree = Tree::walk(root)?;
+/// Hidden files are catalog files too. See [`all_files`] for how links are followed. The files
+/// are read within `limits` (the `.indexignore` files already were).
+pub fn catalog_files(root: &Path, limits: ReadLimits) -> Result<Vec<CatalogFile>, Vec<LoadError>> {
+    let tree = Tree::walk(root, limits)?;
     let rules = tree
         .ignore_files
         .iter()
@@ -88,9 +90,10 @@ pub fn catalog_files(root: &Path) -> Result<Vec<CatalogFile>, Vec<LoadError>> {
 /// Symbolic links are followed when what they point to is inside the root (a Kubernetes
 /// ConfigMap volume is made of such links), and refused otherwise; a directory link that
 /// leads back to a directory containing it is refused too. A file or directory reachable by
-/// several paths is taken once, by the first path in walk order.
-pub fn all_files(root: &Path) -> Result<Vec<CatalogFile>, Vec<LoadError>> {
-    let tree = Tree::walk(root)?;
+/// several paths is taken once, by the first path in walk order. The files are read within
+/// `limits`.
+pub fn all_files(root: &Path, limits: ReadLimits) -> Result<Vec<CatalogFile>, Vec<LoadError>> {
+    let tree = Tree::walk(root, limits)?;
     let mut files = distinct(tree.files.into_iter().chain(tree.ignore_files).collect());
     files.sort_unstable_by(|a, b| a.rel.cmp(&b.rel));
     Ok(files)
@@ -104,9 +107,9 @@ fn distinct(mut files: Vec<CatalogFile>) -> Vec<CatalogFile> {
 }
 
 /// Reads and decodes every catalog file under `root` (files in parallel, documents kept in
-/// walk order), collecting the errors of all files.
-pub fn load_dir(root: &Path) -> Result<DeclarativeConfig, Vec<LoadError>> {
-    let files = catalog_files(root)?;
+/// walk order) within `limits`, collecting the errors of all files.
+pub fn load_dir(root: &Path, limits: ReadLimits) -> Result<DeclarativeConfig, Vec<LoadError>> {
+    let files = catalog_files(root, limits)?;
     let mut dc = DeclarativeConfig::default();
     let mut errors = Vec::new();
     read_in_order(&files, read_file, |result| {
@@ -190,10 +193,12 @@ struct Tree {
     /// Canonical paths of the directories walked so far.
     walked: HashSet<PathBuf>,
     errors: Vec<LoadError>,
+    /// Given to every file found.
+    limits: ReadLimits,
 }
 
 impl Tree {
-    fn walk(root: &Path) -> Result<Tree, Vec<LoadError>> {
+    fn walk(root: &Path, limits: ReadLimits) -> Result<Tree, Vec<LoadError>> {
         if !root.is_dir() {
             let message = format!("{:?} is not a directory", root.display().to_string());
             return Err(vec![error("", message)]);
@@ -211,6 +216,7 @@ impl Tree {
             ignore_files: Vec::new(),
             walked: HashSet::from([root.clone()]),
             errors: Vec::new(),
+            limits,
         };
         tree.dirs(root);
         if tree.errors.is_empty() {
@@ -251,6 +257,7 @@ impl Tree {
                 let file = CatalogFile {
                     rel: path,
                     path: real,
+                    limits: self.limits,
                 };
                 if name == IGNORE_FILE {
                     self.ignore_files.push(file);
@@ -391,7 +398,7 @@ mod tests {
     const PKG: &str = "{\"schema\":\"olm.package\",\"name\":\"p\"}";
 
     fn names(root: &Path) -> Vec<String> {
-        catalog_files(root)
+        catalog_files(root, ReadLimits::default())
             .expect("walk")
             .into_iter()
             .map(|f| f.rel)
@@ -496,7 +503,7 @@ mod tests {
                 "schema: olm.channel\npackage: p\nname: a\n",
             ),
         ]);
-        let dc = load_dir(dir.path()).expect("loads");
+        let dc = load_dir(dir.path(), ReadLimits::default()).expect("loads");
         assert_eq!(
             (dc.packages.len(), dc.channels.len(), dc.others.len()),
             (1, 1, 1)
@@ -508,7 +515,7 @@ mod tests {
             ("b.yaml", "schema: [\n"),
             ("c.yaml", PKG),
         ]);
-        let errors: Vec<String> = load_dir(dir.path())
+        let errors: Vec<String> = load_dir(dir.path(), ReadLimits::default())
             .expect_err("fails")
             .iter()
             .map(|e| e.to_string())
@@ -526,16 +533,40 @@ mod tests {
     }
 
     #[test]
+    fn each_walk_reads_within_the_limits_it_is_given() {
+        let big = format!("{PKG:<100}");
+        let dir = tree(&[("small.json", PKG), ("big.json", &big)]);
+        let tight = ReadLimits { max_file_size: 99 };
+        let errors: Vec<String> = load_dir(dir.path(), tight)
+            .expect_err("over the cap")
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(
+            errors,
+            [
+                "big.json: larger than 99 bytes, the most a catalog file may hold (see --max-file-size)"
+            ]
+        );
+        // A walk beside it with its own limits is not affected.
+        let roomy = ReadLimits { max_file_size: 100 };
+        assert_eq!(
+            load_dir(dir.path(), roomy).expect("loads").packages.len(),
+            2
+        );
+    }
+
+    #[test]
     fn load_dir_needs_a_directory() {
         let dir = tree(&[("f.json", PKG)]);
         let file = dir.path().join("f.json");
-        let errors = load_dir(&file).expect_err("not a directory");
+        let errors = load_dir(&file, ReadLimits::default()).expect_err("not a directory");
         assert_eq!(
             errors[0].to_string(),
             format!("{:?} is not a directory", file.display().to_string())
         );
         let missing = PathBuf::from("/nonexistent/catalog");
-        assert!(load_dir(&missing).is_err());
+        assert!(load_dir(&missing, ReadLimits::default()).is_err());
     }
 
     fn link(target: &str, at: &Path) {
@@ -557,13 +588,19 @@ mod tests {
             names(dir.path()),
             ["..2026_11_26_01_02_03.1/catalog.json", "d/x.json"]
         );
-        let all: Vec<String> = all_files(dir.path())
+        let all: Vec<String> = all_files(dir.path(), ReadLimits::default())
             .expect("walk")
             .into_iter()
             .map(|f| f.rel)
             .collect();
         assert_eq!(all, names(dir.path()));
-        assert_eq!(load_dir(dir.path()).expect("loads").packages.len(), 2);
+        assert_eq!(
+            load_dir(dir.path(), ReadLimits::default())
+                .expect("loads")
+                .packages
+                .len(),
+            2
+        );
     }
 
     #[test]
@@ -575,7 +612,7 @@ mod tests {
         link("../..", &dir.path().join("d/parent"));
         link("..", &dir.path().join("d/up"));
         link("missing", &dir.path().join("d/z.json"));
-        let errors: Vec<String> = catalog_files(dir.path())
+        let errors: Vec<String> = catalog_files(dir.path(), ReadLimits::default())
             .expect_err("refused")
             .iter()
             .map(ToString::to_string)

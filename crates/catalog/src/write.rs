@@ -345,6 +345,7 @@ fn to_value(j: &Json) -> io::Result<serde_json::Value> {
 mod tests {
     use super::*;
     use crate::decode::parse_documents;
+    use crate::file::ReadLimits;
     use crate::walk::load_dir;
 
     fn load(text: &str) -> DeclarativeConfig {
@@ -546,7 +547,7 @@ entries: []
             );
             return;
         }
-        let dc = load_dir(std::path::Path::new(dir)).expect("loads");
+        let dc = load_dir(std::path::Path::new(dir), ReadLimits::default()).expect("loads");
         let expected = json(&dc);
         let mut yaml = Vec::new();
         write_yaml(&dc, &mut yaml).expect("writes");
@@ -573,7 +574,7 @@ entries: []
             for tree in ["manifests-fbc", "bundlepath-fbc"] {
                 let dir = std::path::Path::new(base).join(tree).join(pkg);
                 let expected = std::fs::read_to_string(dir.join("catalog.json")).expect("read");
-                let dc = load_dir(&dir).expect("loads");
+                let dc = load_dir(&dir, ReadLimits::default()).expect("loads");
                 assert!(json(&dc) == expected, "{tree}/{pkg} differs");
             }
         }

@@ -10,6 +10,7 @@ use super::config::ImageSetConfiguration;
 use super::copy::{Copier, Job, Location, Summary};
 use super::plan::{self, ImageKind, Plan};
 use super::{archive, outputs};
+use catalog::file::ReadLimits;
 use catalog::walk::load_dir;
 use image::layout::Layout;
 use image::{ClientOptions, Registry};
@@ -130,11 +131,13 @@ async fn make_plan(
 ) -> Result<Plan, String> {
     let mut wanted = Vec::new();
     let mut catalogs = Vec::new();
+    // `mirror` has no --max-file-size: catalogs are read within the default cap.
+    let limits = ReadLimits::default();
     for op in &config.mirror.operators {
-        let unpacked = fetch_as_fbc(registry, &op.catalog, unfinished)
+        let unpacked = fetch_as_fbc(registry, &op.catalog, unfinished, limits)
             .await
             .map_err(|e| e.to_string())?;
-        let fbc = load_dir(&unpacked.root).map_err(|errors| {
+        let fbc = load_dir(&unpacked.root, limits).map_err(|errors| {
             let lines: Vec<String> = errors.iter().map(|e| e.to_string()).collect();
             format!("catalog {}:\n  {}", op.catalog, lines.join("\n  "))
         })?;

@@ -68,6 +68,7 @@ pub async fn run<L>(
     grace: Duration,
     resolution: ResolutionOptions,
     limits: Limits,
+    read_limits: catalog::file::ReadLimits,
 ) -> Result<(), Error>
 where
     L: FnOnce() -> Result<OpenIndex, Error> + Send + 'static,
@@ -127,6 +128,7 @@ where
             ResolutionServer::new(resolution::ResolutionService::new(
                 catalog.clone(),
                 resolution,
+                read_limits,
                 metrics.clone(),
             ))
             .max_decoding_message_size(max_request),

@@ -7,6 +7,7 @@ use bundle::render::render;
 use bundle::sqlite::{self, is_sqlite_file};
 use bundle::template::ImageTemplate;
 use catalog::decode::describe_load_errors;
+use catalog::file::ReadLimits;
 use catalog::{DeclarativeConfig, walk};
 use std::path::{Path, PathBuf};
 
@@ -53,19 +54,27 @@ impl Local {
         })
     }
 
-    /// Loads the input as FBC. `template` names the image of a bundle directory; FBC
-    /// documents are parsed, not validated, as `opm render` does.
-    pub fn load(&self, template: Option<&ImageTemplate>) -> Result<DeclarativeConfig, Error> {
-        self.read(template).map_err(Error::Invalid)
+    /// Loads the input as FBC, its files read within `limits`. `template` names the image of
+    /// a bundle directory; FBC documents are parsed, not validated, as `opm render` does.
+    pub fn load(
+        &self,
+        template: Option<&ImageTemplate>,
+        limits: ReadLimits,
+    ) -> Result<DeclarativeConfig, Error> {
+        self.read(template, limits).map_err(Error::Invalid)
     }
 
-    fn read(&self, template: Option<&ImageTemplate>) -> Result<DeclarativeConfig, String> {
+    fn read(
+        &self,
+        template: Option<&ImageTemplate>,
+        limits: ReadLimits,
+    ) -> Result<DeclarativeConfig, String> {
         match self {
             Local::Fbc(path) => {
-                walk::load_dir(path).map_err(|errors| describe_load_errors(&errors))
+                walk::load_dir(path, limits).map_err(|errors| describe_load_errors(&errors))
             }
             Local::BundleDir(path) => {
-                let b = BundleDir::read(path).map_err(|e| e.to_string())?;
+                let b = BundleDir::read(path, limits).map_err(|e| e.to_string())?;
                 let image = template.map_or_else(String::new, |t| {
                     t.expand(b.package(), b.name(), &csv::version(b.csv()))
                 });
@@ -75,7 +84,11 @@ impl Local {
                 })
             }
             Local::PackageManifests(path) => {
-                package_manifests::load(path, &package_manifests::Options::default())
+                let options = package_manifests::Options {
+                    limits,
+                    ..Default::default()
+                };
+                package_manifests::load(path, &options)
             }
             Local::IndexDb(path) => sqlite::load(path),
         }

@@ -4,6 +4,7 @@ use super::Error;
 use bundle::dir::BundleDir;
 use bundle::render::render;
 use bundle::sqlite;
+use catalog::file::ReadLimits;
 use catalog::{self, DeclarativeConfig};
 use image::{self, ClientOptions, ImageRef, Registry};
 use std::io::Write;
@@ -59,8 +60,9 @@ pub async fn fetch_as_fbc(
     registry: &Registry,
     reference: &str,
     unfinished: &Unfinished,
+    limits: ReadLimits,
 ) -> Result<UnpackedCatalog, Error> {
-    let dc = match fetch(registry, reference, unfinished).await? {
+    let dc = match fetch(registry, reference, unfinished, limits).await? {
         Fetched::Dir(unpacked) => return Ok(unpacked),
         Fetched::Rendered(dc) => dc,
     };
@@ -82,11 +84,13 @@ pub async fn fetch_as_fbc(
 /// Pulls an image and reads its catalog by its kind (found by its labels): a catalog image
 /// gives the directory its `…index.configs.v1` label names; a bundle image is rendered to an
 /// `olm.bundle` whose image is `reference`; a legacy index image's database is converted.
-/// The image is unpacked into a directory on `unfinished`.
+/// The image is unpacked into a directory on `unfinished`; a bundle's files are read within
+/// `limits` (a catalog's are read by the caller).
 pub async fn fetch(
     registry: &Registry,
     reference: &str,
     unfinished: &Unfinished,
+    limits: ReadLimits,
 ) -> Result<Fetched, Error> {
     let Unpacked {
         dir,
@@ -107,7 +111,7 @@ pub async fn fetch(
     }
     let invalid = |e: String| Error::Invalid(format!("{reference}: {e}"));
     let dc = if labels.contains_key(image::LABEL_BUNDLE_PACKAGE) {
-        let bundle = BundleDir::read(&content).map_err(|e| invalid(e.to_string()))?;
+        let bundle = BundleDir::read(&content, limits).map_err(|e| invalid(e.to_string()))?;
         DeclarativeConfig {
             bundles: vec![render(&bundle, reference)],
             ..Default::default()

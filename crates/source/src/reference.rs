@@ -5,6 +5,7 @@ use super::disk::Local;
 use super::image::{Images, fetch_as_fbc};
 use bundle::template::ImageTemplate;
 use catalog::decode::describe_load_errors;
+use catalog::file::ReadLimits;
 use catalog::{DeclarativeConfig, walk};
 use std::path::Path;
 use unfinished::Unfinished;
@@ -12,17 +13,18 @@ use unfinished::Unfinished;
 /// Any reference `render` accepts, as FBC: an existing path by what it holds (FBC, bundle
 /// or index.db; a package-manifest tree is refused with the command that converts it),
 /// anything else as an image, unpacked into a directory on `unfinished`. `template` names the
-/// image of a bundle directory.
+/// image of a bundle directory. Files are read within `limits`.
 pub fn load_reference(
     images: &mut Images,
     unfinished: &Unfinished,
+    limits: ReadLimits,
     r: &str,
     template: Option<&ImageTemplate>,
 ) -> Result<DeclarativeConfig, Error> {
     if !Path::new(r).exists() {
         let (runtime, registry) = images.get()?;
-        let unpacked = runtime.block_on(fetch_as_fbc(registry, r, unfinished))?;
-        return walk::load_dir(&unpacked.root)
+        let unpacked = runtime.block_on(fetch_as_fbc(registry, r, unfinished, limits))?;
+        return walk::load_dir(&unpacked.root, limits)
             .map_err(|e| Error::Invalid(describe_load_errors(&e)));
     }
     let local = Local::detect(r)?;
@@ -31,5 +33,5 @@ pub fn load_reference(
             "ref {r:?} is a legacy package-manifest tree: convert it with `migrate {r} <output-dir>`"
         )));
     }
-    local.load(template)
+    local.load(template, limits)
 }

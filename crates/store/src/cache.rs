@@ -159,7 +159,7 @@ pub(crate) fn index_path(cache_dir: &Path) -> PathBuf {
 /// The catalog's digest by a pass of its own, to compare with an index.
 fn digest_pass(catalog: Input<'_>) -> Result<String, Vec<LoadError>> {
     tracing::info_span!(target: crate::SPAN_TARGET, "catalog.digest").in_scope(|| match catalog {
-        Input::Dir(root) => digest::catalog_digest(root, schema::CURRENT_VERSION),
+        Input::Dir(root, limits) => digest::catalog_digest(root, limits, schema::CURRENT_VERSION),
         Input::Rendered(rendered) => Ok(rendered.digest(schema::CURRENT_VERSION)),
     })
 }

@@ -8,6 +8,7 @@
 //! A cold start (no usable index to compare with) does not read the catalog for the digest:
 //! the ingest hands its reads to [`DigestOfReads`], which gives the same value.
 use catalog::decode::LoadError;
+use catalog::file::ReadLimits;
 use catalog::walk::{CatalogFile, all_files};
 use std::collections::HashMap;
 use std::path::Path;
@@ -57,11 +58,15 @@ impl Hasher {
 
 /// Reads the files as the loader does (the same links followed, the same files refused), so
 /// that a catalog the loader would refuse is refused here with the loader's words; every
-/// file that cannot be read is named, as the loader names them.
-pub(crate) fn catalog_digest(root: &Path, format_version: u32) -> Result<String, Vec<LoadError>> {
+/// file that cannot be read is named, as the loader names them (within the same `limits`).
+pub(crate) fn catalog_digest(
+    root: &Path,
+    limits: ReadLimits,
+    format_version: u32,
+) -> Result<String, Vec<LoadError>> {
     let mut hasher = Hasher::new(format_version);
     let mut errors = Vec::new();
-    for file in all_files(root)? {
+    for file in all_files(root, limits)? {
         if let Err(e) = hasher.read(&file) {
             errors.push(e);
         }
@@ -110,13 +115,14 @@ pub(crate) struct DigestOfReads {
 }
 
 impl DigestOfReads {
-    /// For the catalog at `root`, whose ingest reads `ingested`.
+    /// For the catalog at `root`, whose ingest reads `ingested` within `limits`.
     pub(crate) fn new(
         root: &Path,
+        limits: ReadLimits,
         format_version: u32,
         ingested: &[CatalogFile],
     ) -> Result<DigestOfReads, Vec<LoadError>> {
-        let files = all_files(root)?;
+        let files = all_files(root, limits)?;
         let position: HashMap<&str, usize> = files
             .iter()
             .enumerate()
@@ -236,15 +242,24 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir(dir.path().join("a")).unwrap();
         std::fs::write(dir.path().join("a/catalog.json"), "{}").unwrap();
-        let d1 = catalog_digest(dir.path(), 1).unwrap();
+        let d1 = catalog_digest(dir.path(), ReadLimits::default(), 1).unwrap();
         assert_eq!(d1.len(), 32);
-        assert_eq!(d1, catalog_digest(dir.path(), 1).unwrap());
-        assert_ne!(d1, catalog_digest(dir.path(), 2).unwrap());
+        assert_eq!(
+            d1,
+            catalog_digest(dir.path(), ReadLimits::default(), 1).unwrap()
+        );
+        assert_ne!(
+            d1,
+            catalog_digest(dir.path(), ReadLimits::default(), 2).unwrap()
+        );
         std::fs::write(dir.path().join("a/catalog.json"), "{ }").unwrap();
-        let d2 = catalog_digest(dir.path(), 1).unwrap();
+        let d2 = catalog_digest(dir.path(), ReadLimits::default(), 1).unwrap();
         assert_ne!(d1, d2);
         std::fs::write(dir.path().join(".indexignore"), "").unwrap();
-        assert_ne!(d2, catalog_digest(dir.path(), 1).unwrap());
+        assert_ne!(
+            d2,
+            catalog_digest(dir.path(), ReadLimits::default(), 1).unwrap()
+        );
     }
 
     #[test]
@@ -253,11 +268,11 @@ mod tests {
         std::fs::write(dir.path().join("catalog.json"), "{\"a\": 1}\n").unwrap();
         assert_eq!(
             one_file_digest("catalog.json", b"{\"a\": 1}\n", 3),
-            catalog_digest(dir.path(), 3).unwrap()
+            catalog_digest(dir.path(), ReadLimits::default(), 3).unwrap()
         );
         assert_ne!(
             one_file_digest("catalog.json", b"{\"a\": 2}\n", 3),
-            catalog_digest(dir.path(), 3).unwrap()
+            catalog_digest(dir.path(), ReadLimits::default(), 3).unwrap()
         );
     }
 
@@ -278,16 +293,18 @@ mod tests {
             std::fs::create_dir_all(path.parent().unwrap()).unwrap();
             std::fs::write(path, text).unwrap();
         }
-        let files = catalog::walk::catalog_files(dir.path()).unwrap();
+        let files = catalog::walk::catalog_files(dir.path(), ReadLimits::default()).unwrap();
         let walked: Vec<&str> = files.iter().map(|f| f.rel.as_str()).collect();
         assert_eq!(walked, ["a/x.json", "a/z/y.json", "a-b.json", "a.json"]);
-        let mut reads = DigestOfReads::new(dir.path(), 7, &files).unwrap();
+        let mut reads = DigestOfReads::new(dir.path(), ReadLimits::default(), 7, &files).unwrap();
         for file in &files {
             reads.add(&file.rel, file.read().unwrap());
         }
         assert_eq!(
             reads.finish(),
-            Ok(Some(catalog_digest(dir.path(), 7).unwrap()))
+            Ok(Some(
+                catalog_digest(dir.path(), ReadLimits::default(), 7).unwrap()
+            ))
         );
     }
 
@@ -297,8 +314,8 @@ mod tests {
         std::fs::create_dir(dir.path().join("a")).unwrap();
         std::fs::write(dir.path().join("a/x.json"), "{}").unwrap();
         std::fs::write(dir.path().join("a-b.json"), "{}").unwrap();
-        let files = catalog::walk::catalog_files(dir.path()).unwrap();
-        let mut reads = DigestOfReads::new(dir.path(), 1, &files).unwrap();
+        let files = catalog::walk::catalog_files(dir.path(), ReadLimits::default()).unwrap();
+        let mut reads = DigestOfReads::new(dir.path(), ReadLimits::default(), 1, &files).unwrap();
         reads.held_max = 1;
         for file in &files {
             reads.add(&file.rel, file.read().unwrap());
@@ -315,12 +332,12 @@ mod tests {
         let path = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
         // SAFETY: a valid NUL-terminated path.
         assert_eq!(unsafe { libc::mkfifo(path.as_ptr(), 0o600) }, 0);
-        let files = catalog::walk::catalog_files(dir.path()).unwrap();
-        let mut reads = DigestOfReads::new(dir.path(), 1, &files).unwrap();
+        let files = catalog::walk::catalog_files(dir.path(), ReadLimits::default()).unwrap();
+        let mut reads = DigestOfReads::new(dir.path(), ReadLimits::default(), 1, &files).unwrap();
         for file in &files {
             reads.add(&file.rel, file.read().unwrap());
         }
-        let expected = catalog_digest(dir.path(), 1).unwrap_err();
+        let expected = catalog_digest(dir.path(), ReadLimits::default(), 1).unwrap_err();
         assert_eq!(expected.len(), 1);
         assert_eq!(expected[0].file, "fifo");
         assert_eq!(reads.finish(), Err(expected));

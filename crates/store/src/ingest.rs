@@ -11,6 +11,7 @@ use super::digest::{DigestOfReads, DigestThread, catalog_digest, one_file_digest
 use super::encode::{encode_edges, encode_objects, encode_tail};
 use super::schema::{self, Stage};
 use catalog::decode::{LoadError, describe_load_errors};
+use catalog::file::ReadLimits;
 use catalog::model::{Model, ModelPackage, ValidationError};
 use catalog::property::{self, Typed};
 use catalog::walk::{CatalogFile, decode_file_seeing, read_file_seeing, read_in_order};
@@ -90,8 +91,8 @@ struct ParsedFile {
 /// What an index is built from.
 #[derive(Clone, Copy)]
 pub enum Input<'a> {
-    /// An FBC directory.
-    Dir(&'a Path),
+    /// An FBC directory, and how much of its files may be read.
+    Dir(&'a Path, ReadLimits),
     Rendered(&'a Rendered),
 }
 
@@ -131,7 +132,7 @@ impl Rendered {
 impl Input<'_> {
     fn source(&self) -> String {
         match self {
-            Input::Dir(root) => root.display().to_string(),
+            Input::Dir(root, _) => root.display().to_string(),
             Input::Rendered(r) => r.source.clone(),
         }
     }
@@ -157,7 +158,9 @@ pub(crate) fn build_index(
 ) -> Result<Summary, IngestError> {
     let started = Instant::now();
     let files = match input {
-        Input::Dir(root) => catalog::walk::catalog_files(root).map_err(IngestError::Load)?,
+        Input::Dir(root, limits) => {
+            catalog::walk::catalog_files(root, limits).map_err(IngestError::Load)?
+        }
         Input::Rendered(_) => Vec::new(),
     };
     let dir = target.parent().unwrap_or(Path::new("."));
@@ -224,7 +227,7 @@ fn load(
         bytes: 0,
     };
     let digest = match input {
-        Input::Dir(root) => read_dir(root, files, &mut sink, digest)?,
+        Input::Dir(root, limits) => read_dir(root, limits, files, &mut sink, digest)?,
         Input::Rendered(rendered) => {
             match parse_rendered(rendered, catalogd_content) {
                 Ok(file) => sink.take(file)?,
@@ -282,9 +285,10 @@ fn load(
 }
 
 /// Reads the files of the catalog at `root` in order into `sink`; returns the catalog's
-/// digest, `digest` or computed from the same reads.
+/// digest, `digest` or computed from the same reads (within the same `limits`).
 fn read_dir(
     root: &Path,
+    limits: ReadLimits,
     files: &[CatalogFile],
     sink: &mut Sink<'_>,
     digest: Option<&str>,
@@ -292,7 +296,8 @@ fn read_dir(
     let reads = match digest {
         Some(_) => None,
         None => Some(
-            DigestOfReads::new(root, schema::CURRENT_VERSION, files).map_err(IngestError::Load)?,
+            DigestOfReads::new(root, limits, schema::CURRENT_VERSION, files)
+                .map_err(IngestError::Load)?,
         ),
     };
     let keep_data = reads.is_some();
@@ -324,7 +329,9 @@ fn read_dir(
         Some(reads) => match reads.map_err(IngestError::Load)? {
             Some(digest) => digest,
             // The reads came in too far from the digest's order: read again.
-            None => catalog_digest(root, schema::CURRENT_VERSION).map_err(IngestError::Load)?,
+            None => {
+                catalog_digest(root, limits, schema::CURRENT_VERSION).map_err(IngestError::Load)?
+            }
         },
     })
 }

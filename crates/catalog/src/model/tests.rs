@@ -576,16 +576,18 @@ fn shared_catalogs_build() {
     }
     for dir in dirs {
         let path = std::path::Path::new(base).join(dir);
-        let dc = crate::walk::load_dir(&path).unwrap_or_else(|errors| {
-            panic!(
-                "{dir}: {}",
-                errors
-                    .iter()
-                    .map(ToString::to_string)
-                    .collect::<Vec<_>>()
-                    .join("\n")
-            )
-        });
+        let dc = crate::walk::load_dir(&path, crate::file::ReadLimits::default()).unwrap_or_else(
+            |errors| {
+                panic!(
+                    "{dir}: {}",
+                    errors
+                        .iter()
+                        .map(ToString::to_string)
+                        .collect::<Vec<_>>()
+                        .join("\n")
+                )
+            },
+        );
         let counts = (dc.packages.len(), dc.bundles.len());
         let model = Model::build(dc).unwrap_or_else(|e| panic!("{dir}: {e}"));
         assert_eq!(model.packages.len(), counts.0, "{dir}");

@@ -4,19 +4,21 @@ use std::path::Path;
 use std::time::Duration;
 
 use super::load::{ImagePulls, Sources, load_catalogs, remote_catalog};
+use catalog::file::ReadLimits;
 use image::ClientOptions;
 use resolve::service::{Error, Outcome, Request, resolve_request};
 use source::{RemoteCatalogs, RemoteLimits};
 use unfinished::Unfinished;
 
 /// The resolution of the request in the file at `path`, images pulled with `images` and
-/// unpacked into directories on `unfinished`. Catalog servers are read and images pulled on
-/// a runtime of one worker; the resolution runs outside it, where the manifests of catalog
-/// servers are fetched on demand.
+/// unpacked into directories on `unfinished`, catalog files read within `limits`. Catalog
+/// servers are read and images pulled on a runtime of one worker; the resolution runs
+/// outside it, where the manifests of catalog servers are fetched on demand.
 pub fn resolve_file(
     path: &Path,
     images: &ClientOptions,
     unfinished: &Unfinished,
+    limits: ReadLimits,
 ) -> Result<Outcome, Error> {
     let req = read_request(path).map_err(Error::InvalidRequest)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -32,6 +34,7 @@ pub fn resolve_file(
             unfinished,
         }),
         remote: &remote,
+        limits,
     };
     // Every catalog has a directory, image or address (checked by read_request).
     let own = async || Err(Error::Internal("no catalog of a server here".into()));

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use catalog::decode::describe_load_errors;
+use catalog::file::ReadLimits;
 use catalog::{DeclarativeConfig, walk};
 use image::{ClientOptions, Registry};
 use resolve::service::{Catalog, Error, Loaded, ManifestSource, Request, not_loaded};
@@ -21,6 +22,8 @@ pub(crate) struct Sources<'a> {
     /// How to pull images, where requests may name them.
     pub(crate) images: Option<ImagePulls<'a>>,
     pub(crate) remote: &'a RemoteCatalogs<Catalog>,
+    /// How much of the files of directories and images may be read.
+    pub(crate) limits: ReadLimits,
 }
 
 /// How a request's images are pulled: the registry client's options, and the list their
@@ -96,7 +99,10 @@ where
             None => not_loaded(),
             Some(Some(remote)) => remote.wait(deadline).await.map_err(|e| e.to_string()),
             Some(None) => match (&c.directory, &c.image) {
-                (Some(dir), _) => Ok(read_dir(sources.base.join(dir), ()).await.map_err(at)?),
+                (Some(dir), _) => {
+                    let root = sources.base.join(dir);
+                    Ok(read_dir(root, sources.limits, ()).await.map_err(at)?)
+                }
                 (None, Some(reference)) => {
                     let images = sources.images.as_ref().ok_or_else(|| {
                         at(Error::InvalidRequest("images are not read here".into()))
@@ -105,11 +111,14 @@ where
                         Some(r) => r,
                         None => registry.insert(new_registry(images.options).await.map_err(at)?),
                     };
-                    let unpacked = fetch_as_fbc(registry, reference, images.unfinished)
-                        .await
-                        .map_err(|e| at(from_source(e)))?;
+                    let unpacked =
+                        fetch_as_fbc(registry, reference, images.unfinished, sources.limits)
+                            .await
+                            .map_err(|e| at(from_source(e)))?;
                     let root = unpacked.root.clone();
-                    Ok(read_dir(root, Some(unpacked)).await.map_err(at)?)
+                    Ok(read_dir(root, sources.limits, Some(unpacked))
+                        .await
+                        .map_err(at)?)
                 }
                 (None, None) => Ok(own().await?),
             },
@@ -127,11 +136,16 @@ async fn new_registry(options: &ClientOptions) -> Result<Registry, Error> {
         .map_err(|e| from_source(e.into()))
 }
 
-/// An FBC directory, parsed on a blocking thread; `keep` lives until it is read.
-async fn read_dir<K: Send + 'static>(root: std::path::PathBuf, keep: K) -> Result<Catalog, Error> {
+/// An FBC directory, parsed on a blocking thread within `limits`; `keep` lives until it is
+/// read.
+async fn read_dir<K: Send + 'static>(
+    root: std::path::PathBuf,
+    limits: ReadLimits,
+    keep: K,
+) -> Result<Catalog, Error> {
     tokio::task::spawn_blocking(move || {
         let _keep = keep;
-        walk::load_dir(&root)
+        walk::load_dir(&root, limits)
             .map(Catalog::of)
             .map_err(|e| Error::InvalidRequest(describe_load_errors(&e)))
     })

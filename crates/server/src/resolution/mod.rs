@@ -36,6 +36,7 @@ use super::metrics::{Metrics, ResolutionOutcome};
 use super::serving::{ServedCatalog, bounded};
 use api::resolution::server::resolution_server::Resolution;
 use api::resolution::{self as pb, ResolveRequest, ResolveResponse};
+use catalog::file::ReadLimits;
 use load::{Sources, load_catalogs, remote_catalog};
 use local::from_store;
 use resolve::service::{self, request as model};
@@ -59,6 +60,8 @@ pub(crate) struct ResolutionService {
     /// first use), built once per loaded index.
     local: tokio::sync::Mutex<Option<(Arc<Store>, service::Catalog)>>,
     metrics: Option<Arc<Metrics>>,
+    /// How much of the files of a directory a request names may be read.
+    read_limits: ReadLimits,
 }
 
 #[tonic::async_trait]
@@ -106,6 +109,7 @@ impl ResolutionService {
             base: std::path::Path::new(""),
             images: None,
             remote: &self.remote,
+            limits: self.read_limits,
         };
         let loaded = load_catalogs(&request, &sources, || self.local())
             .await
@@ -121,6 +125,7 @@ impl ResolutionService {
     pub(crate) fn new(
         catalog: ServedCatalog,
         options: ResolutionOptions,
+        read_limits: ReadLimits,
         metrics: Option<Arc<Metrics>>,
     ) -> ResolutionService {
         ResolutionService {
@@ -132,6 +137,7 @@ impl ResolutionService {
             allowed: options.allowed,
             local: tokio::sync::Mutex::new(None),
             metrics,
+            read_limits,
         }
     }
 
