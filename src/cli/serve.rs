@@ -1,17 +1,15 @@
 use super::images::ImageArgs;
 use clap::Args;
-use image::Registry;
 use server::http::HttpOptions;
 use server::tls::TlsConfig;
-use server::{self, Limits, Listeners, ResolutionOptions};
+use server::{
+    self, CacheConfig, CatalogSource, CatalogdListen, Limits, ListenConfig, ResolutionOptions,
+    ServeConfig,
+};
 use source::RemoteLimits;
-use source::image::{Fetched, fetch};
-use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
-use store::cache::{self, CacheOptions, OpenIndex, Outcome};
-use store::ingest::{Input, Rendered};
-use tracing::{error, info, warn};
+use tracing::{error, warn};
 
 /// Serve a file-based catalog over the Operator Registry gRPC API (drop-in for `opm serve`).
 ///
@@ -315,165 +313,67 @@ fn serve(args: &ServeArgs, use_http: bool, skip_tls_verify: bool) -> Result<(), 
         .enable_all()
         .build()
         .map_err(|e| format!("starting the runtime: {e}"))?;
-    let source = Source::of(args, use_http, skip_tls_verify)?;
-    let catalogd = args.catalogd.options(&args.source_path)?;
-    let cache_dir = args.cache_dir.clone();
-    let enforce_integrity = args.cache_enforce_integrity.unwrap_or(false);
-    let cache_only = args.cache_only;
-    let catalogd_content = args.catalogd.http_addr.is_some();
-    let read_limits = args.read_limits.limits();
-    let unfinished = unfinished::Unfinished::new();
-    let loading = unfinished.clone();
-    // Runs on a blocking thread once the port is bound (pulling an image can take a while).
-    let load = move || -> Result<OpenIndex, server::Error> {
-        // The unpacked or rendered image (if any) is kept only until it is indexed.
-        let (mut unpacked, mut rendered) = (None, None);
-        let catalog = match &source {
-            Source::Dir(dir) => Input::Dir(dir, read_limits),
-            Source::Image(registry, reference) => {
-                info!(image = %reference, "pulling catalog image");
-                let fetched = tracing::info_span!(target: store::SPAN_TARGET, "catalog.pull")
-                    .in_scope(|| {
-                        tokio::runtime::Handle::current().block_on(fetch(
-                            registry,
-                            reference,
-                            &loading,
-                            read_limits,
-                        ))
-                    })?;
-                match fetched {
-                    Fetched::Dir(dir) => Input::Dir(&unpacked.insert(dir).root, read_limits),
-                    Fetched::Rendered(dc) => {
-                        Input::Rendered(rendered.insert(Rendered::new(reference, &dc)))
-                    }
-                }
-            }
-        };
-        Ok(cache::open_or_build(&CacheOptions {
-            catalog,
-            cache_dir: cache_dir.as_deref(),
-            enforce_integrity,
-            require_cache: cache_only,
-            catalogd_content,
-            unfinished: &loading,
-        })?)
-    };
-    let result = if args.cache_only {
-        runtime.block_on(async {
-            let shutdown = server::shutdown_signal();
-            tokio::select! {
-                loaded = tokio::task::spawn_blocking(load) => {
-                    let loaded = loaded.map_err(|e| e.to_string())?.map_err(|e| e.to_string())?;
-                    match loaded.outcome {
-                        Outcome::Reused => info!("cache is up to date"),
-                        Outcome::Built(_) => info!(cache = %loaded.store.path().display(), "cache built"),
-                    }
-                    Ok(())
-                }
-                _ = shutdown => Err("stopped before the cache was built".to_owned()),
-            }
-        })
-    } else {
-        runtime.block_on(async {
-            let shutdown = server::shutdown_signal();
-            let listener = bind(&args.port).await?;
-            let addr = listener.local_addr().map_err(|e| e.to_string())?;
-            info!("listening on {addr}");
-            let metrics_listener = match &args.metrics_addr {
-                Some(metrics_addr) => {
-                    let listener = bind(metrics_addr).await?;
-                    let addr = listener.local_addr().map_err(|e| e.to_string())?;
-                    info!("serving metrics on http://{addr}/metrics");
-                    Some(listener)
-                }
-                None => None,
-            };
-            let catalogd = match (&args.catalogd.http_addr, catalogd) {
-                (Some(http_addr), Some(options)) => {
-                    let listener = bind(http_addr).await?;
-                    let addr = listener.local_addr().map_err(|e| e.to_string())?;
-                    let scheme = if options.tls.is_some() {
-                        "https"
-                    } else {
-                        "http"
-                    };
-                    info!(
-                        "serving the catalogd API on {scheme}://{addr}/catalogs/{}/api/v1/all",
-                        options.catalog_name
-                    );
-                    Some((listener, options))
-                }
-                _ => None,
-            };
-            let listeners = Listeners {
-                grpc: listener,
-                metrics: metrics_listener,
-                catalogd,
-            };
-            server::run(
-                listeners,
-                load,
-                shutdown,
-                args.shutdown_grace,
-                args.resolution.options(),
-                args.limits.limits(),
-                read_limits,
-            )
-            .await
-            .map_err(|e| e.to_string())
-        })
-    };
-    // A load still running after a stop is abandoned rather than waited for (it may be stuck
-    // reading a file or a registry); what it was writing goes with it.
-    unfinished.remove_all();
+    let config = args.config(use_http, skip_tls_verify)?;
+    let result = runtime.block_on(async {
+        // Installed before anything is bound or loaded: see `shutdown_signal`.
+        let shutdown = server::shutdown_signal();
+        if args.cache_only {
+            server::build_cache(config, shutdown).await
+        } else {
+            server::serve(config, shutdown).await
+        }
+    });
+    // A load abandoned by a stop may still be running on a blocking thread: not waited for.
     runtime.shutdown_background();
-    result
+    result.map_err(|e| e.to_string())
 }
 
-/// What `serve` was pointed at.
-enum Source {
-    Dir(PathBuf),
-    Image(Registry, String),
-}
+impl ServeArgs {
+    /// What the server is asked to do.
+    fn config(&self, use_http: bool, skip_tls_verify: bool) -> Result<ServeConfig, String> {
+        let catalog = self.catalog_source(use_http, skip_tls_verify)?;
+        let catalogd = self
+            .catalogd
+            .options(&self.source_path)?
+            .zip(self.catalogd.http_addr.clone())
+            .map(|(options, addr)| CatalogdListen { addr, options });
+        Ok(ServeConfig {
+            catalog,
+            cache: CacheConfig {
+                dir: self.cache_dir.clone(),
+                enforce_integrity: self.cache_enforce_integrity.unwrap_or(false),
+            },
+            listen: ListenConfig {
+                grpc: self.port.clone(),
+                metrics: self.metrics_addr.clone(),
+                catalogd,
+            },
+            grace: self.shutdown_grace,
+            resolution: self.resolution.options(),
+            limits: self.limits.limits(),
+            read_limits: self.read_limits.limits(),
+        })
+    }
 
-impl Source {
-    fn of(args: &ServeArgs, use_http: bool, skip_tls_verify: bool) -> Result<Source, String> {
-        let path = &args.source_path;
+    /// What SOURCE names: an existing directory, or (when nothing exists there) an image.
+    fn catalog_source(
+        &self,
+        use_http: bool,
+        skip_tls_verify: bool,
+    ) -> Result<CatalogSource, String> {
+        let path = &self.source_path;
         if path.is_dir() {
-            Ok(Source::Dir(path.clone()))
+            Ok(CatalogSource::Dir(path.clone()))
         } else if path.exists() {
             Err(format!(
                 "{:?} is not a directory",
                 path.display().to_string()
             ))
         } else {
-            let registry = args.image.registry(use_http, skip_tls_verify)?;
-            Ok(Source::Image(registry, path.display().to_string()))
+            Ok(CatalogSource::Image {
+                reference: path.display().to_string(),
+                client: self.image.options(use_http, skip_tls_verify),
+            })
         }
     }
-}
-
-/// opm listens on ":<port>" (every interface); HOST:PORT is our extension.
-async fn bind(port: &str) -> Result<tokio::net::TcpListener, String> {
-    let candidates: Vec<SocketAddr> = if let Ok(n) = port.parse::<u16>() {
-        vec![
-            SocketAddr::from(([0u16; 8], n)),
-            SocketAddr::from(([0u8; 4], n)),
-        ]
-    } else {
-        tokio::net::lookup_host(port)
-            .await
-            .map_err(|e| {
-                format!("invalid --port {port:?}: expected a port number or HOST:PORT ({e})")
-            })?
-            .collect()
-    };
-    let mut last = String::from("no address to listen on");
-    for addr in candidates {
-        match tokio::net::TcpListener::bind(addr).await {
-            Ok(listener) => return Ok(listener),
-            Err(e) => last = format!("failed to listen: {addr}: {e}"),
-        }
-    }
-    Err(last)
 }

@@ -1,5 +1,6 @@
 //! Why a server stopped with a failure, by its cause: the catalog that would not load, the
 //! server's own set-up, or its transport.
+use super::listen::ListenError;
 use store::cache::CacheError;
 
 #[derive(Debug, thiserror::Error)]
@@ -19,4 +20,10 @@ pub enum Error {
     /// A task of the server ended without its result (it panicked).
     #[error("{0}")]
     Task(String),
+    /// An address could not be listened on.
+    #[error(transparent)]
+    Listen(#[from] ListenError),
+    /// The stop came before the cache was built (`--cache-only`).
+    #[error("stopped before the cache was built")]
+    Stopped,
 }

@@ -1,21 +1,31 @@
-//! The gRPC server of a CatalogSource pod: `api.Registry`, `api.ExperimentalRegistry`,
-//! `olmregistry.resolution.v1.Resolution`, health and reflection (v1 and v1alpha), with
-//! start-up and shutdown as OLM expects.
+//! The server of a CatalogSource pod: `api.Registry`, `api.ExperimentalRegistry`,
+//! `olmregistry.resolution.v1.Resolution`, health and reflection (v1 and v1alpha) over gRPC,
+//! with start-up and shutdown as OLM expects; optionally metrics and HTTP probes, and the
+//! OLM v1 catalog HTTP API (see `http`).
 //!
-//! The port is bound before the catalog is loaded, so probes get an answer at once: health
-//! says NOT_SERVING until the index is open, and registry calls wait for it. SIGTERM or
-//! SIGINT stops accepting, lets in-flight calls and streams finish (up to a grace period)
-//! and returns. With a metrics listener, Prometheus metrics and HTTP probes are served
-//! there; with a catalogd listener, the OLM v1 catalog HTTP API (see `http`): both are
-//! stopped by the same signal and ready at the same moment.
+//! [`serve`] takes a [`ServeConfig`] and a shutdown future (see [`shutdown_signal`]). The
+//! ports are bound before the catalog is loaded, so probes get an answer at once: health
+//! says NOT_SERVING until the index is open, and registry calls wait for it. The shutdown
+//! stops accepting, lets in-flight calls and streams finish (up to a grace period) and
+//! returns; every listener is stopped by it and ready at the same moment. [`build_cache`]
+//! is `--cache-only`: the same load into the cache directory, and no listener.
+//!
+//! - `config` is what the server is asked to do; `listen` binds its addresses; `load`
+//!   acquires the catalog and opens its index; `grpc` starts the gRPC services; `lifecycle`
+//!   holds the running listeners until their graceful stop.
 mod calls;
+mod config;
 mod connection;
 mod endpoint;
 mod error;
 mod experimental;
+mod grpc;
 mod health;
 pub mod http;
+mod lifecycle;
 mod limits;
+mod listen;
+mod load;
 mod metrics;
 mod process;
 mod registry;
@@ -23,236 +33,102 @@ pub mod resolution;
 pub(crate) mod serving;
 pub mod tls;
 
+pub use config::{CacheConfig, CatalogSource, CatalogdListen, ListenConfig, ServeConfig};
 pub use error::Error;
 pub use limits::Limits;
+pub use listen::ListenError;
 pub use resolution::ResolutionOptions;
 
-use api::resolution::server::resolution_server::ResolutionServer;
-use api::server::experimental_registry_server::ExperimentalRegistryServer;
-use api::server::registry_server::RegistryServer;
-use metrics::{CatalogFacts, Metrics};
-use std::sync::Arc;
-use std::time::{Duration, Instant};
-use store::cache::{CacheError, OpenIndex, Outcome};
-use tokio::net::TcpListener;
-use tokio::sync::watch;
-use tonic_health::pb::health_check_response::ServingStatus;
-use tonic_health::pb::health_server::HealthServer;
-use tracing::{error, info, warn};
+use lifecycle::Running;
+use listen::Listeners;
+use load::Load;
+use store::cache::Outcome;
+use tracing::{info, warn};
+use unfinished::Unfinished;
 
-/// How often an open connection is pinged, and how long the answer may take before the
-/// connection is taken for dead (a peer that vanished without closing it).
-const KEEPALIVE_INTERVAL: Duration = Duration::from_secs(60);
-const KEEPALIVE_TIMEOUT: Duration = Duration::from_secs(20);
-
-/// Largest header block a request may send.
-const MAX_HEADER_LIST_BYTES: u32 = 64 << 10;
-
-/// The sockets a server listens on, bound by the caller.
-pub struct Listeners {
-    pub grpc: TcpListener,
-    /// Metrics and HTTP probes (see `endpoint`).
-    pub metrics: Option<TcpListener>,
-    /// The catalogd HTTP API, and how it is served.
-    pub catalogd: Option<(TcpListener, http::HttpOptions)>,
+/// Serves the catalog of `config` until `shutdown` resolves (see [`shutdown_signal`]). An
+/// error means the server could not start or its catalog could not be loaded.
+pub async fn serve(
+    config: ServeConfig,
+    shutdown: impl std::future::Future<Output = ()>,
+) -> Result<(), Error> {
+    let unfinished = Unfinished::new();
+    let served = serve_until(config, shutdown, &unfinished).await;
+    // A load still running after a stop is abandoned rather than waited for (it may be stuck
+    // reading a file or a registry); what it was writing goes with it.
+    unfinished.remove_all();
+    served
 }
 
-/// Serves on `listeners` the catalog that `load` opens (on a blocking thread) until
-/// `shutdown` resolves (see `shutdown_signal`), every client within `limits`; `resolution`
-/// says which other catalog servers the resolution service may read and how. An error means
-/// the catalog could not be loaded.
-pub async fn run<L>(
-    listeners: Listeners,
-    load: L,
+/// Builds or refreshes the cache of `config` (`--cache-only`) and returns, or stops early
+/// when `shutdown` resolves first.
+pub async fn build_cache(
+    config: ServeConfig,
     shutdown: impl std::future::Future<Output = ()>,
-    grace: Duration,
-    resolution: ResolutionOptions,
-    limits: Limits,
-    read_limits: catalog::file::ReadLimits,
-) -> Result<(), Error>
-where
-    L: FnOnce() -> Result<OpenIndex, Error> + Send + 'static,
-{
-    let (publisher, catalog) = serving::loading();
-    let (health_tx, health) = health::health();
-    let reflection = || {
-        tonic_reflection::server::Builder::configure()
-            .register_encoded_file_descriptor_set(api::FILE_DESCRIPTOR_SET)
-            .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
-            .register_encoded_file_descriptor_set(tonic_reflection::pb::v1::FILE_DESCRIPTOR_SET)
-            .register_encoded_file_descriptor_set(
-                tonic_reflection::pb::v1alpha::FILE_DESCRIPTOR_SET,
-            )
-    };
-    let reflection_v1 = reflection().build_v1()?;
-    let reflection_v1alpha = reflection().build_v1alpha()?;
+) -> Result<(), Error> {
+    let unfinished = Unfinished::new();
+    let built = build_until(&config, shutdown, &unfinished).await;
+    // As in `serve`: an abandoned load leaves no partial index behind.
+    unfinished.remove_all();
+    built
+}
 
-    let Listeners {
-        grpc: listener,
-        metrics: metrics_listener,
-        catalogd,
-    } = listeners;
-    let metrics = metrics_listener.as_ref().map(|_| {
-        Arc::new(Metrics::new(&[
-            api::FILE_DESCRIPTOR_SET,
-            tonic_health::pb::FILE_DESCRIPTOR_SET,
-            tonic_reflection::pb::v1::FILE_DESCRIPTOR_SET,
-            tonic_reflection::pb::v1alpha::FILE_DESCRIPTOR_SET,
-        ]))
-    });
-    // The one shutdown signal of every listener.
-    let (stop_tx, stop_rx) = watch::channel(false);
-    let max_request = limits.max_request_bytes;
-    let router = tonic::transport::Server::builder()
-        .max_concurrent_streams(limits.max_streams_per_connection)
-        .http2_keepalive_interval(Some(KEEPALIVE_INTERVAL))
-        .http2_keepalive_timeout(Some(KEEPALIVE_TIMEOUT))
-        .http2_max_header_list_size(MAX_HEADER_LIST_BYTES)
-        .layer(calls::CallsLayer {
-            metrics: metrics.clone(),
-        })
-        .add_service(
-            RegistryServer::new(registry::RegistryService {
-                catalog: catalog.clone(),
-            })
-            .max_decoding_message_size(max_request)
-            .max_encoding_message_size(usize::MAX),
-        )
-        .add_service(
-            ExperimentalRegistryServer::new(experimental::ExperimentalService {
-                catalog: catalog.clone(),
-            })
-            .max_decoding_message_size(max_request),
-        )
-        .add_service(
-            ResolutionServer::new(resolution::ResolutionService::new(
-                catalog.clone(),
-                resolution,
-                read_limits,
-                metrics.clone(),
-            ))
-            .max_decoding_message_size(max_request),
-        )
-        .add_service(HealthServer::new(health))
-        .add_service(reflection_v1)
-        .add_service(reflection_v1alpha);
-    let incoming = connection::incoming(listener, Arc::new(limits));
-    let mut grpc_stop = stop_rx.clone();
-    let mut server = tokio::spawn(router.serve_with_incoming_shutdown(incoming, async move {
-        let _ = grpc_stop.wait_for(|stopping| *stopping).await;
-    }));
-    let mut catalogd = match catalogd {
-        Some((listener, options)) => tokio::spawn(http::serve(
-            listener,
-            catalog,
-            options,
-            metrics.clone(),
-            stop_rx.clone(),
-        )),
-        None => tokio::spawn(async {}),
-    };
-    if let (Some(listener), Some(metrics)) = (metrics_listener, &metrics) {
-        tokio::spawn(endpoint::serve(
-            listener,
-            metrics.clone(),
-            health_tx.subscribe(),
-            stop_rx,
-        ));
-    }
-
+/// Binds, starts every listener, loads the catalog meanwhile and serves it from the moment
+/// it is open; then stops gracefully on `shutdown`.
+async fn serve_until(
+    config: ServeConfig,
+    shutdown: impl std::future::Future<Output = ()>,
+    unfinished: &Unfinished,
+) -> Result<(), Error> {
+    let load = Load::new(&config, false, unfinished)?;
+    let listeners = Listeners::bind(config.listen).await?;
+    let mut running = Running::start(
+        listeners,
+        config.resolution,
+        config.limits,
+        config.read_limits,
+    )?;
     let signal = shutdown;
     tokio::pin!(signal);
-    let mut loading = tokio::task::spawn_blocking(move || {
-        let _span = tracing::info_span!(target: store::SPAN_TARGET, "catalog.load").entered();
-        let started = Instant::now();
-        let loaded = load()?;
-        let facts = catalog_facts(&loaded, started.elapsed())?;
-        Ok::<_, Error>((loaded, facts))
-    });
+    let mut loading = load.spawn_timed();
+    // The private directory of the served index, if any: kept until the server stops.
     let mut _scratch = None;
     tokio::select! {
         loaded = &mut loading => {
-            let (OpenIndex { store, scratch, .. }, facts) =
+            let (index, facts) =
                 loaded.map_err(|e| Error::Task(format!("loading task failed: {e}")))??;
-            info!(
-                digest = %facts.digest,
-                packages = facts.packages,
-                channels = facts.channels,
-                bundles = facts.bundles,
-                index_bytes = facts.index_bytes,
-                start = if facts.warm { "warm" } else { "cold" },
-                load_ms = facts.load.as_millis() as u64,
-                "catalog loaded"
-            );
-            if let Some(m) = &metrics {
-                m.catalog_loaded(&facts);
-            }
-            publisher.publish(Arc::new(store));
-            _scratch = scratch;
-            health_tx.send_replace(ServingStatus::Serving);
-            info!("serving registry");
+            _scratch = running.publish(index, &facts);
             tokio::select! {
                 _ = &mut signal => {}
-                result = &mut server => {
-                    return Ok(result.map_err(|e| Error::Task(e.to_string()))??);
-                }
+                ended = running.grpc_ended() => return ended,
             }
         }
         _ = &mut signal => {
             info!("stopping before the catalog finished loading");
         }
     }
-    // Watchers get NOT_SERVING, then their streams end (the sender goes away), so that they
-    // do not hold the connection open through the graceful stop.
-    health_tx.send_replace(ServingStatus::NotServing);
-    drop(health_tx);
-    stop_tx.send_replace(true);
-    let deadline = tokio::time::Instant::now() + grace;
-    match tokio::time::timeout_at(deadline, &mut server).await {
-        Ok(Ok(Ok(()))) => {}
-        Ok(Ok(Err(e))) => error!("server error while stopping: {e}"),
-        Ok(Err(e)) => error!("server task failed: {e}"),
-        Err(_) => {
-            warn!(
-                grace_secs = grace.as_secs(),
-                "calls still running after the grace period; closing them"
-            );
-            server.abort();
-        }
-    }
-    if tokio::time::timeout_at(deadline, &mut catalogd)
-        .await
-        .is_err()
-    {
-        warn!(
-            grace_secs = grace.as_secs(),
-            "catalogd API downloads still running after the grace period; closing them"
-        );
-        catalogd.abort();
-    }
-    info!("stopped");
+    running.stop(config.grace).await;
     Ok(())
 }
 
-/// What the logs and metrics say about a catalog that `took` to load. Blocking: it counts in
-/// the index.
-fn catalog_facts(loaded: &OpenIndex, took: Duration) -> Result<CatalogFacts, CacheError> {
-    let (packages, channels, bundles) = loaded
-        .store
-        .with_conn(store::query::counts)
-        .map_err(|e| CacheError::Io(format!("counting the catalog: {e:?}")))?;
-    let index_bytes = std::fs::metadata(loaded.store.path())
-        .map(|m| i64::try_from(m.len()).unwrap_or(i64::MAX))
-        .unwrap_or_default();
-    Ok(CatalogFacts {
-        digest: loaded.store.digest().to_owned(),
-        packages,
-        channels,
-        bundles,
-        index_bytes,
-        warm: matches!(loaded.outcome, Outcome::Reused),
-        load: took,
-    })
+/// Loads the catalog into its cache directory, unless `shutdown` comes first.
+async fn build_until(
+    config: &ServeConfig,
+    shutdown: impl std::future::Future<Output = ()>,
+    unfinished: &Unfinished,
+) -> Result<(), Error> {
+    let load = Load::new(config, true, unfinished)?;
+    tokio::select! {
+        loaded = tokio::task::spawn_blocking(move || load.open()) => {
+            let loaded = loaded.map_err(|e| Error::Task(e.to_string()))??;
+            match loaded.outcome {
+                Outcome::Reused => info!("cache is up to date"),
+                Outcome::Built(_) => info!(cache = %loaded.store.path().display(), "cache built"),
+            }
+            Ok(())
+        }
+        _ = shutdown => Err(Error::Stopped),
+    }
 }
 
 /// Resolves on SIGTERM or SIGINT. The handlers are installed by the call itself, not when
