@@ -236,3 +236,6 @@ fn text(s: &str) -> String {
 fn attr(s: &str) -> String {
     text(s).replace('"', "&quot;")
 }
+
+#[cfg(test)]
+mod tests;
