@@ -180,6 +180,7 @@ impl<'a> Reader<'a> {
     }
 }
 
+/// What a literal block scalar keeps of its final line breaks: `|-` none, `|` one, `|+` all.
 #[derive(Clone, Copy)]
 enum Chomp {
     Strip,
