@@ -7,13 +7,19 @@
 //!   index); [`image::Images`] makes a registry client only once an image is named.
 //! - [`reference`] is what `render`, `render-graph` and `diff` accept: a path or an image.
 //! - [`remote`] reads other catalog servers over api.Registry, cached and shared per address.
+//! - [`render`] is what `render` and `migrate` make of their inputs: one catalog, migrated.
+//! - [`bundle_ref`] reads one bundle, by directory or image, for `add` and the templates.
+//! - [`build`] builds bundle and catalog images and pushes them.
 //!
 //! Depends on `catalog`, `bundle` and `image`; what a caller makes of the catalog (an index,
 //! a resolution, a mirror plan) is the caller's.
+pub mod build;
+pub mod bundle_ref;
 pub mod disk;
 pub mod image;
 pub mod reference;
 pub mod remote;
+pub mod render;
 
 pub use remote::{RemoteCatalogs, RemoteLimits, RemoteManifests};
 
