@@ -1,7 +1,7 @@
 //! Acquiring inputs: whatever a command or a request names, read as a file-based catalog
 //! ([`catalog::DeclarativeConfig`]) or as a directory of one.
 //!
-//! - [`disk`] tells the inputs on disk apart (FBC directory, bundle directory, legacy
+//! - `disk` tells the inputs on disk apart (FBC directory, bundle directory, legacy
 //!   package-manifest tree, legacy `index.db`) and loads any of them.
 //! - [`image`] pulls images and reads any of them by its labels (catalog, bundle, legacy
 //!   index); [`image::Images`] makes a registry client only once an image is named.
@@ -15,7 +15,7 @@
 //! a resolution, a mirror plan) is the caller's.
 pub mod build;
 pub mod bundle_ref;
-pub mod disk;
+mod disk;
 pub mod image;
 pub mod reference;
 pub mod remote;
