@@ -25,7 +25,7 @@ impl Images {
         }
     }
 
-    pub fn get(&mut self) -> Result<&(tokio::runtime::Runtime, Registry), Error> {
+    pub(crate) fn get(&mut self) -> Result<&(tokio::runtime::Runtime, Registry), Error> {
         let made = match self.made.take() {
             Some(made) => made,
             None => {
@@ -120,13 +120,13 @@ pub async fn fetch(registry: &Registry, reference: &str) -> Result<Fetched, Erro
 }
 
 /// An image's file system in a private directory (removed when dropped), and its labels.
-pub struct Unpacked {
+pub(crate) struct Unpacked {
     pub(crate) dir: ScratchDir,
-    pub content: PathBuf,
-    pub labels: std::collections::BTreeMap<String, String>,
+    pub(crate) content: PathBuf,
+    pub(crate) labels: std::collections::BTreeMap<String, String>,
 }
 
-pub async fn pull_unpacked(registry: &Registry, reference: &str) -> Result<Unpacked, Error> {
+pub(crate) async fn pull_unpacked(registry: &Registry, reference: &str) -> Result<Unpacked, Error> {
     let image_ref = ImageRef::parse(reference).map_err(Error::Invalid)?;
     let pulled = registry.pull(&image_ref).await?;
     let dir = ScratchDir::new("olm-registry-image-")
