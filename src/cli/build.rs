@@ -1,9 +1,6 @@
 use super::images::ImageArgs;
-use bundle::dir::BundleDir;
-use catalog::file::ReadLimits;
 use clap::{Args, Subcommand};
-use image::{self, ImageRef, build_image};
-use std::collections::BTreeMap;
+use source::build::{ImageSource, build_and_push};
 use std::path::PathBuf;
 
 /// Build images without a container engine and push them to a registry (or write an OCI
@@ -47,84 +44,31 @@ pub fn run(args: BuildArgs, use_http: bool, skip_tls_verify: bool) -> i32 {
 }
 
 fn build(args: BuildArgs, use_http: bool, skip_tls_verify: bool) -> Result<(), String> {
-    let (built, tag, image) = match args.what {
-        BuildKind::Bundle { dir, tag, image } => {
-            // Reading the bundle checks it: an image of a broken bundle helps nobody.
-            let bundle = BundleDir::read(&dir, ReadLimits::default()).map_err(|e| e.to_string())?;
-            let a = &bundle.metadata.annotations;
-            let mut labels = BTreeMap::from([
-                (
-                    format!("{BUNDLE_LABEL_PREFIX}mediatype.v1"),
-                    "registry+v1".to_owned(),
-                ),
-                (
-                    format!("{BUNDLE_LABEL_PREFIX}manifests.v1"),
-                    "manifests/".to_owned(),
-                ),
-                (
-                    format!("{BUNDLE_LABEL_PREFIX}metadata.v1"),
-                    "metadata/".to_owned(),
-                ),
-                (
-                    format!("{BUNDLE_LABEL_PREFIX}package.v1"),
-                    a.package.clone(),
-                ),
-                (
-                    format!("{BUNDLE_LABEL_PREFIX}channels.v1"),
-                    a.channels.join(","),
-                ),
-            ]);
-            if !a.default_channel.is_empty() {
-                labels.insert(
-                    format!("{BUNDLE_LABEL_PREFIX}channel.default.v1"),
-                    a.default_channel.clone(),
-                );
-            }
-            let contents = [
-                (dir.join("manifests"), "/manifests"),
-                (dir.join("metadata"), "/metadata"),
-            ];
-            let contents: Vec<(&std::path::Path, &str)> =
-                contents.iter().map(|(p, t)| (p.as_path(), *t)).collect();
-            (build_image(&contents, &labels)?, tag, image)
-        }
+    let (source, tag, image) = match &args.what {
+        BuildKind::Bundle { dir, tag, image } => (ImageSource::Bundle(dir), tag, image),
         BuildKind::Catalog {
             dir,
             tag,
             labels,
             image,
         } => {
-            if !dir.is_dir() {
-                return Err(format!(
-                    "{:?} is not a directory",
-                    dir.display().to_string()
-                ));
-            }
-            let mut all = BTreeMap::from([(image::LABEL_FBC.to_owned(), "/configs".to_owned())]);
-            for label in labels {
-                let (k, v) = label
-                    .split_once('=')
-                    .ok_or_else(|| format!("invalid label {label:?}"))?;
-                all.insert(k.to_owned(), v.to_owned());
-            }
-            (
-                build_image(&[(dir.as_path(), "/configs")], &all)?,
-                tag,
-                image,
-            )
+            let labels = labels
+                .iter()
+                .map(|l| parse_label(l))
+                .collect::<Result<_, _>>()?;
+            (ImageSource::Catalog { dir, labels }, tag, image)
         }
     };
-    let target = ImageRef::parse(&tag)?;
-    let registry = image.registry(use_http, skip_tls_verify)?;
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| e.to_string())?;
-    let digest = runtime
-        .block_on(registry.push(&built, &target))
-        .map_err(|e| e.to_string())?;
-    println!("{target}@{digest}");
+    let mut images = image.images(use_http, skip_tls_verify);
+    let pushed = build_and_push(&source, tag, &mut images).map_err(|e| e.to_string())?;
+    println!("{pushed}");
     Ok(())
 }
 
-const BUNDLE_LABEL_PREFIX: &str = "operators.operatorframework.io.bundle.";
+/// One `--extra-labels` value, KEY=VALUE.
+fn parse_label(label: &str) -> Result<(String, String), String> {
+    let (k, v) = label
+        .split_once('=')
+        .ok_or_else(|| format!("invalid label {label:?}"))?;
+    Ok((k.to_owned(), v.to_owned()))
+}

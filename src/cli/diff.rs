@@ -1,10 +1,6 @@
 use super::images::ImageArgs;
-use author::diff::diff;
-use catalog::file::ReadLimits;
+use author::references::diff_references;
 use clap::Args;
-use source::image::Images;
-use source::reference::load_reference;
-use unfinished::Unfinished;
 
 /// Show what updating a catalog from OLD to NEW changes for clusters.
 ///
@@ -38,14 +34,8 @@ pub fn run(args: DiffArgs, use_http: bool, skip_tls_verify: bool) -> i32 {
 
 /// Prints the diff; true when an upgrade path is lost.
 fn run_diff(args: &DiffArgs, use_http: bool, skip_tls_verify: bool) -> Result<bool, String> {
-    let mut images = Images::new(args.image.options(use_http, skip_tls_verify));
-    let unfinished = Unfinished::new();
-    let mut load = |r: &str| {
-        load_reference(&mut images, &unfinished, ReadLimits::default(), r, None)
-            .map_err(|e| e.to_string())
-    };
-    let (old, new) = (load(&args.old)?, load(&args.new)?);
-    let d = diff(&old, &new);
+    let mut images = args.image.images(use_http, skip_tls_verify);
+    let d = diff_references(&mut images, &args.old, &args.new).map_err(|e| e.to_string())?;
     let text = match args.output.as_str() {
         "json" => serde_json::to_string_pretty(&d).map_err(|e| e.to_string())? + "\n",
         "yaml" => serde_yaml::to_string(&d).map_err(|e| e.to_string())?,

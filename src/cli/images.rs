@@ -1,7 +1,9 @@
 //! Image options shared by the commands that pull or push.
 use clap::Args;
-use image::{ClientOptions, Registry};
+use image::ClientOptions;
+use source::image::Images;
 use std::path::PathBuf;
+use unfinished::Unfinished;
 
 #[derive(Args, Clone, Debug, Default)]
 pub struct ImageArgs {
@@ -43,7 +45,10 @@ impl ImageArgs {
         }
     }
 
-    pub fn registry(&self, use_http: bool, skip_tls_verify: bool) -> Result<Registry, String> {
-        Registry::new(&self.options(use_http, skip_tls_verify)).map_err(|e| e.to_string())
+    /// The image client of a command that pulls. Its pulls are unpacked onto an unfinished
+    /// list of the command's own, which nothing empties early: only `serve` stops before it
+    /// is done, and it keeps a list of its own.
+    pub fn images(&self, use_http: bool, skip_tls_verify: bool) -> Images {
+        Images::new(self.options(use_http, skip_tls_verify), Unfinished::new())
     }
 }

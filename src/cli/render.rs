@@ -1,14 +1,10 @@
 use super::Format;
 use super::images::ImageArgs;
 use super::migrate::MigrationFlags;
-use bundle::migrate::migrate;
 use bundle::template::ImageTemplate;
-use catalog::{self, DeclarativeConfig};
 use clap::Args;
-use source::image::Images;
-use source::reference::load_reference;
+use source::render::render_references;
 use std::io::Write;
-use unfinished::Unfinished;
 
 /// Render catalogs and bundles as one file-based catalog on stdout.
 ///
@@ -47,15 +43,10 @@ fn render(args: &RenderArgs, use_http: bool, skip_tls_verify: bool) -> Result<()
         .as_deref()
         .map(str::parse)
         .transpose()?;
-    let mut dc = DeclarativeConfig::default();
-    let mut images = Images::new(args.image.options(use_http, skip_tls_verify));
-    let unfinished = Unfinished::new();
-    for r in &args.refs {
-        let limits = args.read_limits.limits();
-        let loaded = load_reference(&mut images, &unfinished, limits, r, template.as_ref());
-        dc.append(loaded.map_err(|e| e.to_string())?);
-    }
-    migrate(&mut dc, level)?;
+    let mut images = args.image.images(use_http, skip_tls_verify);
+    let limits = args.read_limits.limits();
+    let dc = render_references(&mut images, limits, &args.refs, template.as_ref(), level)
+        .map_err(|e| e.to_string())?;
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
     let written = match args.output {

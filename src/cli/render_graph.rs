@@ -1,12 +1,7 @@
 use super::images::ImageArgs;
-use author::mermaid::{MermaidOptions, write_mermaid};
-use author::svg::write_svg;
-use catalog::DeclarativeConfig;
-use catalog::file::ReadLimits;
+use author::mermaid::MermaidOptions;
+use author::references::{Picture, draw_references};
 use clap::Args;
-use source::image::Images;
-use source::reference::load_reference;
-use unfinished::Unfinished;
 
 /// Draw the upgrade graph of catalogs as Mermaid text (opm alpha render-graph).
 ///
@@ -41,33 +36,26 @@ fn render_graph(
     use_http: bool,
     skip_tls_verify: bool,
 ) -> Result<(), String> {
-    let mut images = Images::new(args.image.options(use_http, skip_tls_verify));
-    let unfinished = Unfinished::new();
-    let mut dc = DeclarativeConfig::default();
-    for r in &args.refs {
-        let loaded = load_reference(&mut images, &unfinished, ReadLimits::default(), r, None);
-        dc.append(loaded.map_err(|e| e.to_string())?);
-    }
-    if args.output == "svg" {
+    let picture = if args.output == "svg" {
         if args.minimum_edge.is_some() || args.draw_v0_semantics {
             return Err(
                 "--minimum-edge and --draw-v0-semantics apply to mermaid output only".into(),
             );
         }
-        print!("{}", write_svg(&dc, args.package_name.as_deref())?);
-        return Ok(());
-    }
-    let graph = write_mermaid(
-        &dc,
-        &MermaidOptions {
+        let package = args.package_name.clone();
+        Picture::Svg { package }
+    } else {
+        Picture::Mermaid(MermaidOptions {
             minimum_edge: args.minimum_edge.clone(),
             package: args.package_name.clone(),
             v0_semantics: args.draw_v0_semantics,
-        },
-    )?;
-    for w in &graph.warnings {
+        })
+    };
+    let mut images = args.image.images(use_http, skip_tls_verify);
+    let drawing = draw_references(&mut images, &args.refs, &picture).map_err(|e| e.to_string())?;
+    for w in &drawing.warnings {
         eprintln!("{w}");
     }
-    print!("{}", graph.text);
+    print!("{}", drawing.text);
     Ok(())
 }

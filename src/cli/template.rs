@@ -1,20 +1,11 @@
 //! `render-template` and `convert-template` (opm alpha's commands of those names).
 use super::images::ImageArgs;
 use super::migrate::MigrationFlags;
-use author::mermaid::{MermaidOptions, write_mermaid};
 use author::template::{Kind, convert_to_basic};
-use bundle::csv;
-use bundle::dir::BundleDir;
-use bundle::migrate::migrate;
-use bundle::render::render;
+use author::template_render::{TemplateOutput, TemplateRequest, render_template as author_render};
 use bundle::template::ImageTemplate;
-use catalog::file::ReadLimits;
-use catalog::{self, Bundle};
 use clap::Args;
-use source::image::{Images, pull_unpacked};
 use std::io::{Read, Write};
-use std::path::Path;
-use unfinished::Unfinished;
 
 /// Render a catalog template (basic or semver) to a file-based catalog.
 ///
@@ -65,103 +56,57 @@ fn render_template(
     use_http: bool,
     skip_tls_verify: bool,
 ) -> Result<(), String> {
-    if !["json", "yaml", "mermaid"].contains(&args.output.as_str()) {
-        return Err(format!(
-            "invalid --output value {:?}, expected (json|yaml|mermaid)",
-            args.output
-        ));
-    }
+    let output = match args.output.as_str() {
+        "json" => TemplateOutput::Json,
+        "yaml" => TemplateOutput::Yaml,
+        "mermaid" => TemplateOutput::Mermaid,
+        other => {
+            return Err(format!(
+                "invalid --output value {other:?}, expected (json|yaml|mermaid)"
+            ));
+        }
+    };
     let level = args.migrations.level()?;
     let image_template: Option<ImageTemplate> = args
         .alpha_image_ref_template
         .as_deref()
         .map(str::parse)
         .transpose()?;
-    let (kind, file) = match args.args.as_slice() {
-        [] => (None, "-"),
-        [one] => match Kind::from_type(one) {
-            Some(kind) => (Some(kind), "-"),
-            None => (None, one.as_str()),
-        },
-        [kind, file] => (
-            Some(Kind::from_type(kind).ok_or_else(|| {
-                format!(
-                    "invalid template type {kind:?}, must be one of: [{}]",
-                    Kind::NAMES.join(" ")
-                )
-            })?),
-            file.as_str(),
-        ),
-        _ => unreachable!("clap allows at most two arguments"),
+    let (kind, file) = kind_and_file(&args.args)?;
+    let request = TemplateRequest {
+        kind,
+        input: &read_input(file)?,
+        output,
+        level,
+        image_template: image_template.as_ref(),
     };
-    let input = read_input(file)?;
-    let kind = match kind {
-        Some(kind) => kind,
-        None => Kind::detect(&input).map_err(|e| format!("auto-detecting template type: {e}"))?,
-    };
-    let mut images = Images::new(args.image.options(use_http, skip_tls_verify));
-    let unfinished = Unfinished::new();
-    let mut render_bundle = |r: &str| {
-        render_bundle(&mut images, &unfinished, r, image_template.as_ref()).map(|b| vec![b])
-    };
-    let mut dc = kind
-        .render(&input, &mut render_bundle)
-        .map_err(|e| format!("rendering template: {e}"))?;
-    migrate(&mut dc, level)?;
-    let mut out = Vec::new();
-    match args.output.as_str() {
-        "json" => catalog::write::write_json(&dc, &mut out).map_err(|e| e.to_string()),
-        "yaml" => catalog::write::write_yaml(&dc, &mut out).map_err(|e| e.to_string()),
-        _ => write_mermaid(
-            &dc,
-            &MermaidOptions {
-                v0_semantics: true,
-                ..Default::default()
-            },
-        )
-        .map(|m| out = m.text.into_bytes()),
-    }
-    .map_err(|e| format!("writing output: {e}"))?;
+    let mut images = args.image.images(use_http, skip_tls_verify);
+    let out = author_render(&request, &mut images).map_err(|e| e.to_string())?;
     std::io::stdout()
         .write_all(&out)
         .map_err(|e| format!("writing output: {e}"))
 }
 
-/// A template's bundle reference as its one `olm.bundle`, whose image is the reference as
-/// written: a bundle image, or (beyond opm, for authors working on a checkout) a bundle
-/// directory, whose image is `template` expanded when given.
-fn render_bundle(
-    images: &mut Images,
-    unfinished: &Unfinished,
-    r: &str,
-    template: Option<&ImageTemplate>,
-) -> Result<Bundle, String> {
-    let fail = |e: String| format!("render reference {r:?}: {e}");
-    let path = Path::new(r);
-    if path.exists() {
-        if !path.is_dir() {
-            return Err(fail(format!("ref {r:?} is not a directory: not allowed")));
+/// The template type the arguments name (None: the input's `schema` says) and the file to
+/// read (`-`: stdin).
+fn kind_and_file(args: &[String]) -> Result<(Option<Kind>, &str), String> {
+    Ok(match args {
+        [] => (None, "-"),
+        [one] => match Kind::from_type(one) {
+            Some(kind) => (Some(kind), "-"),
+            None => (None, one.as_str()),
+        },
+        [kind, file] => {
+            let kind = Kind::from_type(kind).ok_or_else(|| {
+                format!(
+                    "invalid template type {kind:?}, must be one of: [{}]",
+                    Kind::NAMES.join(" ")
+                )
+            })?;
+            (Some(kind), file.as_str())
         }
-        let bundle =
-            BundleDir::read(path, ReadLimits::default()).map_err(|e| fail(e.to_string()))?;
-        let image = template.map_or_else(
-            || r.to_owned(),
-            |t| t.expand(bundle.package(), bundle.name(), &csv::version(bundle.csv())),
-        );
-        return Ok(render(&bundle, &image));
-    }
-    let (runtime, registry) = images.get().map_err(|e| e.to_string())?;
-    let unpacked = runtime
-        .block_on(pull_unpacked(registry, r, unfinished))
-        .map_err(|e| fail(e.to_string()))?;
-    if !unpacked.labels.contains_key(image::LABEL_BUNDLE_PACKAGE) {
-        return Err(fail(
-            "cannot render declarative config image: not allowed".into(),
-        ));
-    }
-    let bundle = BundleDir::read(&unpacked.content, ReadLimits::default())
-        .map_err(|e| fail(e.to_string()))?;
-    Ok(render(&bundle, r))
+        _ => unreachable!("clap allows at most two arguments"),
+    })
 }
 
 fn read_input(file: &str) -> Result<Vec<u8>, String> {

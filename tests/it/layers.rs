@@ -21,7 +21,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     ),
     ("store", &["api", "catalog", "unfinished"]),
     ("resolve", &["catalog"]),
-    ("author", &["catalog"]),
+    ("author", &["catalog", "source"]),
     ("mirror", &["catalog", "image", "source", "unfinished"]),
     (
         "server",

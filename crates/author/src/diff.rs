@@ -116,7 +116,7 @@ impl CatalogDiff {
 }
 
 /// Compares two catalogs.
-pub fn diff(old: &DeclarativeConfig, new: &DeclarativeConfig) -> CatalogDiff {
+pub(crate) fn diff(old: &DeclarativeConfig, new: &DeclarativeConfig) -> CatalogDiff {
     let old_pkgs = packages(old);
     let new_pkgs = packages(new);
     let mut out = CatalogDiff::default();

@@ -1,11 +1,18 @@
-//! Tools for catalog authors: templates that render to FBC, upgrade-graph pictures, and
-//! (next) catalog diffs. Everything here works on [`DeclarativeConfig`]s; acquiring them
-//! from references is the caller's business.
+//! Tools for catalog authors: templates that render to FBC, upgrade-graph pictures, catalog
+//! diffs, adding bundles to a catalog on disk and migrating catalogs to the one-file-per-
+//! package layout. The tools work on [`DeclarativeConfig`]s; the commands' entry points
+//! ([`add`], [`migrate`], [`references`], [`template_render`]) acquire them through
+//! [`source`], which also reads and pulls the bundles they name.
+pub mod add;
 pub mod diff;
+pub mod layout;
 pub mod mermaid;
+pub mod migrate;
+pub mod references;
 mod semver_template;
 pub mod svg;
 pub mod template;
+pub mod template_render;
 
 use catalog::property::{self, Typed};
 use catalog::semver::Version;

@@ -20,12 +20,15 @@ pub struct MermaidOptions {
 }
 
 /// The graph text and the warnings opm prints to stderr while drawing it.
-pub struct Mermaid {
-    pub text: String,
-    pub warnings: Vec<String>,
+pub(crate) struct Mermaid {
+    pub(crate) text: String,
+    pub(crate) warnings: Vec<String>,
 }
 
-pub fn write_mermaid(dc: &DeclarativeConfig, opts: &MermaidOptions) -> Result<Mermaid, String> {
+pub(crate) fn write_mermaid(
+    dc: &DeclarativeConfig,
+    opts: &MermaidOptions,
+) -> Result<Mermaid, String> {
     let versions = bundle_versions(dc)?;
     let zero = Version::parse("0.0.0").expect("a valid version");
     let version = |name: &str| versions.get(name).unwrap_or(&zero);

@@ -32,7 +32,7 @@ impl Kind {
     }
 
     /// The type named by the `schema` of the input's first document.
-    pub fn detect(input: &[u8]) -> Result<Kind, String> {
+    pub(crate) fn detect(input: &[u8]) -> Result<Kind, String> {
         let first = first_document(input).map_err(|e| format!("decoding template input: {e}"))?;
         let schema = first
             .as_object()
@@ -47,7 +47,7 @@ impl Kind {
         }
     }
 
-    pub fn render(
+    pub(crate) fn render(
         self,
         input: &[u8],
         render_bundle: &mut RenderBundle,

@@ -8,11 +8,6 @@ use std::io::Read;
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::PathBuf;
 
-/// 256 MiB (the commands' `--max-file-size` default): the largest file of the community catalogs is 3.5 MB and a whole community
-/// catalog rendered into one file is about 21 MB, so real catalogs stay far below it, while a
-/// file this size still fits in memory (decoding holds about twice the file).
-const DEFAULT_MAX_FILE_SIZE: u64 = 256 << 20;
-
 /// How much of a catalog's files may be read (`--max-file-size`). Every reader of catalog
 /// files is given one: the walk hands it to each file it finds, and bundle directories are
 /// read under it too.
@@ -24,13 +19,19 @@ pub struct ReadLimits {
 
 impl Default for ReadLimits {
     fn default() -> ReadLimits {
-        ReadLimits {
-            max_file_size: DEFAULT_MAX_FILE_SIZE,
-        }
+        ReadLimits::DEFAULT
     }
 }
 
 impl ReadLimits {
+    /// 256 MiB files (the commands' `--max-file-size` default): the largest file of the
+    /// community catalogs is 3.5 MB and a whole community catalog rendered into one file is
+    /// about 21 MB, so real catalogs stay far below it, while a file this size still fits in
+    /// memory (decoding holds about twice the file).
+    pub const DEFAULT: ReadLimits = ReadLimits {
+        max_file_size: 256 << 20,
+    };
+
     /// What is wrong with a file over the cap, for a message that names it.
     pub fn too_large(&self) -> String {
         format!(

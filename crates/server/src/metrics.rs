@@ -130,20 +130,10 @@ pub(crate) struct Metrics {
     registry: Registry,
     /// Keyed by the request path, `/package.Service/Method`.
     methods: HashMap<String, Arc<MethodMetrics>>,
-    catalog_info: IntGaugeVec,
-    catalog_packages: IntGauge,
-    catalog_channels: IntGauge,
-    catalog_bundles: IntGauge,
-    catalog_index_bytes: IntGauge,
-    catalog_loaded_at: IntGauge,
-    catalog_load_seconds: prometheus::Gauge,
-    resolutions: IntCounterVec,
-    resolution_seconds: HistogramVec,
-    remote_fetches: IntCounterVec,
-    remote_cache_hits: IntCounter,
-    catalogd_http_seconds: HistogramVec,
-    /// Pre-created series of `catalogd_http_seconds`, by code.
-    catalogd_http_codes: HashMap<u16, Histogram>,
+    catalog: CatalogGauges,
+    resolution: ResolutionMetrics,
+    remote: RemoteReads,
+    catalogd_http: CatalogdHttp,
 }
 
 /// A registration that fails is a programming error (a duplicate or invalid name), found by
@@ -155,211 +145,55 @@ fn registered<C: prometheus::core::Collector + Clone + 'static>(registry: &Regis
     c
 }
 
+fn counter_vec(registry: &Registry, name: &str, help: &str, labels: &[&str]) -> IntCounterVec {
+    registered(
+        registry,
+        IntCounterVec::new(Opts::new(name, help), labels).expect("valid metric"),
+    )
+}
+
+fn histogram_vec(
+    registry: &Registry,
+    name: &str,
+    help: &str,
+    buckets: &[f64],
+    labels: &[&str],
+) -> HistogramVec {
+    registered(
+        registry,
+        HistogramVec::new(
+            HistogramOpts::new(name, help).buckets(buckets.to_vec()),
+            labels,
+        )
+        .expect("valid metric"),
+    )
+}
+
+fn int_gauge(registry: &Registry, name: &str, help: &str) -> IntGauge {
+    registered(registry, IntGauge::new(name, help).expect("valid metric"))
+}
+
 impl Metrics {
     /// `descriptor_sets` are the encoded `FileDescriptorSet`s of every service served: each
     /// of their methods gets its series at once, as go-grpc-prometheus's InitializeMetrics
     /// does, so that rates start from zero instead of from the first call.
     pub(crate) fn new(descriptor_sets: &[&[u8]]) -> Metrics {
         let registry = Registry::new();
-        let grpc_labels = ["grpc_type", "grpc_service", "grpc_method"];
-        let started = registered(
-            &registry,
-            IntCounterVec::new(
-                Opts::new(
-                    "grpc_server_started_total",
-                    "Total number of RPCs started on the server.",
-                ),
-                &grpc_labels,
-            )
-            .expect("valid metric"),
-        );
-        let handled = registered(
-            &registry,
-            IntCounterVec::new(
-                Opts::new(
-                    "grpc_server_handled_total",
-                    "Total number of RPCs completed on the server, regardless of success or failure.",
-                ),
-                &["grpc_type", "grpc_service", "grpc_method", "grpc_code"],
-            )
-            .expect("valid metric"),
-        );
-        let seconds = registered(
-            &registry,
-            HistogramVec::new(
-                HistogramOpts::new(
-                    "grpc_server_handling_seconds",
-                    "Histogram of response latency (seconds) of gRPC that had been application-level handled by the server.",
-                )
-                .buckets(GRPC_BUCKETS.to_vec()),
-                &grpc_labels,
-            )
-            .expect("valid metric"),
-        );
-        let msg_sent = registered(
-            &registry,
-            IntCounterVec::new(
-                Opts::new(
-                    "grpc_server_msg_sent_total",
-                    "Total number of gRPC stream messages sent by the server.",
-                ),
-                &grpc_labels,
-            )
-            .expect("valid metric"),
-        );
-        let mut methods = HashMap::new();
-        for (service, method, kind) in grpc_methods(descriptor_sets) {
-            let labels = [kind, service.as_str(), method.as_str()];
-            let handle = MethodMetrics {
-                started: started.with_label_values(&labels),
-                handled: CODES.map(|code| {
-                    handled.with_label_values(&[kind, service.as_str(), method.as_str(), code])
-                }),
-                seconds: seconds.with_label_values(&labels),
-                msg_sent: msg_sent.with_label_values(&labels),
-            };
-            methods.insert(format!("/{service}/{method}"), Arc::new(handle));
-        }
-
-        let gauge = |name: &str, help: &str| {
-            registered(&registry, IntGauge::new(name, help).expect("valid metric"))
-        };
-        let catalog_packages = gauge(
-            "olm_registry_catalog_packages",
-            "Packages in the served catalog.",
-        );
-        let catalog_channels = gauge(
-            "olm_registry_catalog_channels",
-            "Channels in the served catalog.",
-        );
-        let catalog_bundles = gauge(
-            "olm_registry_catalog_bundles",
-            "Bundles in the served catalog.",
-        );
-        let catalog_index_bytes = gauge(
-            "olm_registry_catalog_index_bytes",
-            "Size of the serving index on disk.",
-        );
-        let catalog_loaded_at = gauge(
-            "olm_registry_catalog_last_load_timestamp_seconds",
-            "When the served catalog finished loading (Unix time).",
-        );
-        let catalog_load_seconds = registered(
-            &registry,
-            prometheus::Gauge::new(
-                "olm_registry_catalog_load_duration_seconds",
-                "How long the served catalog took to load (pull, ingest or cache check, open).",
-            )
-            .expect("valid metric"),
-        );
-        let catalog_info = registered(
-            &registry,
-            IntGaugeVec::new(
-                Opts::new(
-                    "olm_registry_catalog_info",
-                    "The served catalog: its content digest, and whether the start was warm (index reused from the cache directory) or cold (ingested). Always 1.",
-                ),
-                &["digest", "start"],
-            )
-            .expect("valid metric"),
-        );
-        let resolutions = registered(
-            &registry,
-            IntCounterVec::new(
-                Opts::new(
-                    "olm_registry_resolution_requests_total",
-                    "Resolution requests by mode (classic, v1) and outcome (resolved, unsatisfiable, invalid, failed).",
-                ),
-                &["mode", "outcome"],
-            )
-            .expect("valid metric"),
-        );
-        let resolution_seconds = registered(
-            &registry,
-            HistogramVec::new(
-                HistogramOpts::new(
-                    "olm_registry_resolution_duration_seconds",
-                    "Time to answer a resolution request, catalog reads included.",
-                )
-                .buckets(RESOLUTION_BUCKETS.to_vec()),
-                &["mode"],
-            )
-            .expect("valid metric"),
-        );
-        let remote_fetches = registered(
-            &registry,
-            IntCounterVec::new(
-                Opts::new(
-                    "olm_registry_remote_catalog_fetches_total",
-                    "Catalogs read from other catalog servers for resolution, by outcome (ok, error).",
-                ),
-                &["outcome"],
-            )
-            .expect("valid metric"),
-        );
-        let remote_cache_hits = registered(
-            &registry,
-            IntCounter::new(
-                "olm_registry_remote_catalog_cache_hits_total",
-                "Resolution catalogs of other servers answered from the cache.",
-            )
-            .expect("valid metric"),
-        );
-        // Every outcome from zero, so that a rate or an alert on "error" works before the
-        // first one.
-        for mode in ["classic", "v1"] {
-            for outcome in [
-                ResolutionOutcome::Resolved,
-                ResolutionOutcome::Unsatisfiable,
-                ResolutionOutcome::Invalid,
-                ResolutionOutcome::Failed,
-            ] {
-                resolutions.with_label_values(&[mode, outcome.label()]);
-            }
-        }
-        for outcome in ["ok", "error"] {
-            remote_fetches.with_label_values(&[outcome]);
-        }
-        let catalogd_http_seconds = registered(
-            &registry,
-            HistogramVec::new(
-                HistogramOpts::new(
-                    "catalogd_http_request_duration_seconds",
-                    "Time to answer a request of the catalogd HTTP API, body included, by status code.",
-                )
-                .buckets(CATALOGD_HTTP_BUCKETS.to_vec()),
-                &["code"],
-            )
-            .expect("valid metric"),
-        );
-        let catalogd_http_codes = CATALOGD_HTTP_CODES
-            .iter()
-            .map(|code| {
-                (
-                    *code,
-                    catalogd_http_seconds.with_label_values(&[&code.to_string()]),
-                )
-            })
-            .collect();
+        let methods = method_metrics(&registry, descriptor_sets);
+        let catalog = CatalogGauges::new(&registry);
+        let resolution = ResolutionMetrics::new(&registry);
+        let remote = RemoteReads::new(&registry);
+        let catalogd_http = CatalogdHttp::new(&registry);
         registry
             .register(Box::new(super::process::ProcessCollector::new()))
             .expect("process metric names are unique");
         Metrics {
             registry,
             methods,
-            catalog_info,
-            catalog_packages,
-            catalog_channels,
-            catalog_bundles,
-            catalog_index_bytes,
-            catalog_loaded_at,
-            catalog_load_seconds,
-            resolutions,
-            resolution_seconds,
-            remote_fetches,
-            remote_cache_hits,
-            catalogd_http_seconds,
-            catalogd_http_codes,
+            catalog,
+            resolution,
+            remote,
+            catalogd_http,
         }
     }
 
@@ -370,43 +204,16 @@ impl Metrics {
     }
 
     pub(super) fn catalog_loaded(&self, facts: &CatalogFacts) {
-        self.catalog_info.reset();
-        self.catalog_info
-            .with_label_values(&[
-                facts.digest.as_str(),
-                if facts.warm { "warm" } else { "cold" },
-            ])
-            .set(1);
-        self.catalog_packages.set(facts.packages);
-        self.catalog_channels.set(facts.channels);
-        self.catalog_bundles.set(facts.bundles);
-        self.catalog_index_bytes.set(facts.index_bytes);
-        self.catalog_load_seconds.set(facts.load.as_secs_f64());
-        let now = SystemTime::now()
-            .duration_since(SystemTime::UNIX_EPOCH)
-            .unwrap_or_default();
-        self.catalog_loaded_at
-            .set(i64::try_from(now.as_secs()).unwrap_or(i64::MAX));
+        self.catalog.set(facts);
     }
 
     pub(super) fn resolution(&self, mode: &str, outcome: ResolutionOutcome, took: Duration) {
-        self.resolutions
-            .with_label_values(&[mode, outcome.label()])
-            .inc();
-        self.resolution_seconds
-            .with_label_values(&[mode])
-            .observe(took.as_secs_f64());
+        self.resolution.record(mode, outcome, took);
     }
 
     /// A catalogd API request answered with `code`, `took` from its arrival to its last byte.
     pub(super) fn catalogd_http_request(&self, code: u16, took: Duration) {
-        match self.catalogd_http_codes.get(&code) {
-            Some(histogram) => histogram.observe(took.as_secs_f64()),
-            None => self
-                .catalogd_http_seconds
-                .with_label_values(&[&code.to_string()])
-                .observe(took.as_secs_f64()),
-        }
+        self.catalogd_http.observe(code, took);
     }
 
     /// The text exposition format (version 0.0.4).
@@ -418,6 +225,256 @@ impl Metrics {
             tracing::warn!("encoding metrics: {e}");
         }
         text
+    }
+}
+
+/// go-grpc-prometheus's server metrics, with the handles of every method of the services
+/// in `descriptor_sets`, by request path.
+fn method_metrics(
+    registry: &Registry,
+    descriptor_sets: &[&[u8]],
+) -> HashMap<String, Arc<MethodMetrics>> {
+    let grpc_labels = ["grpc_type", "grpc_service", "grpc_method"];
+    let started = counter_vec(
+        registry,
+        "grpc_server_started_total",
+        "Total number of RPCs started on the server.",
+        &grpc_labels,
+    );
+    let handled = counter_vec(
+        registry,
+        "grpc_server_handled_total",
+        "Total number of RPCs completed on the server, regardless of success or failure.",
+        &["grpc_type", "grpc_service", "grpc_method", "grpc_code"],
+    );
+    let seconds = histogram_vec(
+        registry,
+        "grpc_server_handling_seconds",
+        "Histogram of response latency (seconds) of gRPC that had been application-level handled by the server.",
+        GRPC_BUCKETS,
+        &grpc_labels,
+    );
+    let msg_sent = counter_vec(
+        registry,
+        "grpc_server_msg_sent_total",
+        "Total number of gRPC stream messages sent by the server.",
+        &grpc_labels,
+    );
+    let mut methods = HashMap::new();
+    for (service, method, kind) in grpc_methods(descriptor_sets) {
+        let labels = [kind, service.as_str(), method.as_str()];
+        let handle = MethodMetrics {
+            started: started.with_label_values(&labels),
+            handled: CODES.map(|code| {
+                handled.with_label_values(&[kind, service.as_str(), method.as_str(), code])
+            }),
+            seconds: seconds.with_label_values(&labels),
+            msg_sent: msg_sent.with_label_values(&labels),
+        };
+        methods.insert(format!("/{service}/{method}"), Arc::new(handle));
+    }
+    methods
+}
+
+/// The served catalog's facts, set at each load.
+struct CatalogGauges {
+    info: IntGaugeVec,
+    packages: IntGauge,
+    channels: IntGauge,
+    bundles: IntGauge,
+    index_bytes: IntGauge,
+    loaded_at: IntGauge,
+    load_seconds: prometheus::Gauge,
+}
+
+impl CatalogGauges {
+    fn new(registry: &Registry) -> CatalogGauges {
+        let packages = int_gauge(
+            registry,
+            "olm_registry_catalog_packages",
+            "Packages in the served catalog.",
+        );
+        let channels = int_gauge(
+            registry,
+            "olm_registry_catalog_channels",
+            "Channels in the served catalog.",
+        );
+        let bundles = int_gauge(
+            registry,
+            "olm_registry_catalog_bundles",
+            "Bundles in the served catalog.",
+        );
+        let index_bytes = int_gauge(
+            registry,
+            "olm_registry_catalog_index_bytes",
+            "Size of the serving index on disk.",
+        );
+        let loaded_at = int_gauge(
+            registry,
+            "olm_registry_catalog_last_load_timestamp_seconds",
+            "When the served catalog finished loading (Unix time).",
+        );
+        let load_seconds = registered(
+            registry,
+            prometheus::Gauge::new(
+                "olm_registry_catalog_load_duration_seconds",
+                "How long the served catalog took to load (pull, ingest or cache check, open).",
+            )
+            .expect("valid metric"),
+        );
+        let info = registered(
+            registry,
+            IntGaugeVec::new(
+                Opts::new(
+                    "olm_registry_catalog_info",
+                    "The served catalog: its content digest, and whether the start was warm (index reused from the cache directory) or cold (ingested). Always 1.",
+                ),
+                &["digest", "start"],
+            )
+            .expect("valid metric"),
+        );
+        CatalogGauges {
+            info,
+            packages,
+            channels,
+            bundles,
+            index_bytes,
+            loaded_at,
+            load_seconds,
+        }
+    }
+
+    fn set(&self, facts: &CatalogFacts) {
+        self.info.reset();
+        self.info
+            .with_label_values(&[
+                facts.digest.as_str(),
+                if facts.warm { "warm" } else { "cold" },
+            ])
+            .set(1);
+        self.packages.set(facts.packages);
+        self.channels.set(facts.channels);
+        self.bundles.set(facts.bundles);
+        self.index_bytes.set(facts.index_bytes);
+        self.load_seconds.set(facts.load.as_secs_f64());
+        let now = SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .unwrap_or_default();
+        self.loaded_at
+            .set(i64::try_from(now.as_secs()).unwrap_or(i64::MAX));
+    }
+}
+
+/// Resolution requests: how they ended and how long they took, by mode.
+struct ResolutionMetrics {
+    requests: IntCounterVec,
+    seconds: HistogramVec,
+}
+
+impl ResolutionMetrics {
+    fn new(registry: &Registry) -> ResolutionMetrics {
+        let requests = counter_vec(
+            registry,
+            "olm_registry_resolution_requests_total",
+            "Resolution requests by mode (classic, v1) and outcome (resolved, unsatisfiable, invalid, failed).",
+            &["mode", "outcome"],
+        );
+        let seconds = histogram_vec(
+            registry,
+            "olm_registry_resolution_duration_seconds",
+            "Time to answer a resolution request, catalog reads included.",
+            RESOLUTION_BUCKETS,
+            &["mode"],
+        );
+        // Every outcome from zero, so that a rate or an alert on "error" works before the
+        // first one.
+        for mode in ["classic", "v1"] {
+            for outcome in [
+                ResolutionOutcome::Resolved,
+                ResolutionOutcome::Unsatisfiable,
+                ResolutionOutcome::Invalid,
+                ResolutionOutcome::Failed,
+            ] {
+                requests.with_label_values(&[mode, outcome.label()]);
+            }
+        }
+        ResolutionMetrics { requests, seconds }
+    }
+
+    fn record(&self, mode: &str, outcome: ResolutionOutcome, took: Duration) {
+        self.requests
+            .with_label_values(&[mode, outcome.label()])
+            .inc();
+        self.seconds
+            .with_label_values(&[mode])
+            .observe(took.as_secs_f64());
+    }
+}
+
+/// Catalogs read from other catalog servers for resolution.
+struct RemoteReads {
+    fetches: IntCounterVec,
+    cache_hits: IntCounter,
+}
+
+impl RemoteReads {
+    fn new(registry: &Registry) -> RemoteReads {
+        let fetches = counter_vec(
+            registry,
+            "olm_registry_remote_catalog_fetches_total",
+            "Catalogs read from other catalog servers for resolution, by outcome (ok, error).",
+            &["outcome"],
+        );
+        let cache_hits = registered(
+            registry,
+            IntCounter::new(
+                "olm_registry_remote_catalog_cache_hits_total",
+                "Resolution catalogs of other servers answered from the cache.",
+            )
+            .expect("valid metric"),
+        );
+        // From zero, as the resolution outcomes.
+        for outcome in ["ok", "error"] {
+            fetches.with_label_values(&[outcome]);
+        }
+        RemoteReads {
+            fetches,
+            cache_hits,
+        }
+    }
+}
+
+/// catalogd's request duration histogram for the catalogd HTTP API.
+struct CatalogdHttp {
+    seconds: HistogramVec,
+    /// Pre-created series of `seconds`, by code.
+    codes: HashMap<u16, Histogram>,
+}
+
+impl CatalogdHttp {
+    fn new(registry: &Registry) -> CatalogdHttp {
+        let seconds = histogram_vec(
+            registry,
+            "catalogd_http_request_duration_seconds",
+            "Time to answer a request of the catalogd HTTP API, body included, by status code.",
+            CATALOGD_HTTP_BUCKETS,
+            &["code"],
+        );
+        let codes = CATALOGD_HTTP_CODES
+            .iter()
+            .map(|code| (*code, seconds.with_label_values(&[&code.to_string()])))
+            .collect();
+        CatalogdHttp { seconds, codes }
+    }
+
+    fn observe(&self, code: u16, took: Duration) {
+        match self.codes.get(&code) {
+            Some(histogram) => histogram.observe(took.as_secs_f64()),
+            None => self
+                .seconds
+                .with_label_values(&[&code.to_string()])
+                .observe(took.as_secs_f64()),
+        }
     }
 }
 
@@ -454,11 +511,12 @@ fn grpc_methods(descriptor_sets: &[&[u8]]) -> Vec<(String, String, &'static str)
 
 impl source::remote::ReadCounter for Metrics {
     fn cache_hit(&self) {
-        self.remote_cache_hits.inc();
+        self.remote.cache_hits.inc();
     }
 
     fn fetched(&self, ok: bool) {
-        self.remote_fetches
+        self.remote
+            .fetches
             .with_label_values(&[if ok { "ok" } else { "error" }])
             .inc();
     }

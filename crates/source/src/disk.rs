@@ -1,9 +1,8 @@
 //! Telling the kinds of catalog input on disk apart, and loading any of them as FBC.
 use super::Error;
-use bundle::csv;
-use bundle::dir::{BundleDir, is_bundle_dir};
+use super::bundle_ref::ReadBundle;
+use bundle::dir::is_bundle_dir;
 use bundle::package_manifests::{self, is_package_manifest_tree};
-use bundle::render::render;
 use bundle::sqlite::{self, is_sqlite_file};
 use bundle::template::ImageTemplate;
 use catalog::decode::describe_load_errors;
@@ -13,7 +12,7 @@ use std::path::{Path, PathBuf};
 
 /// A catalog input on disk.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Local {
+pub(crate) enum Local {
     /// A file-based catalog directory.
     Fbc(PathBuf),
     /// A registry+v1 bundle directory (`manifests/` and `metadata/`).
@@ -27,7 +26,7 @@ pub enum Local {
 impl Local {
     /// What `reference` names. A path that does not exist is an error here: image
     /// references are another module's business.
-    pub fn detect(reference: &str) -> Result<Local, Error> {
+    pub(crate) fn detect(reference: &str) -> Result<Local, Error> {
         let path = Path::new(reference);
         if !path.exists() {
             return Err(Error::Invalid(format!(
@@ -56,7 +55,7 @@ impl Local {
 
     /// Loads the input as FBC, its files read within `limits`. `template` names the image of
     /// a bundle directory; FBC documents are parsed, not validated, as `opm render` does.
-    pub fn load(
+    pub(crate) fn load(
         &self,
         template: Option<&ImageTemplate>,
         limits: ReadLimits,
@@ -74,12 +73,10 @@ impl Local {
                 walk::load_dir(path, limits).map_err(|errors| describe_load_errors(&errors))
             }
             Local::BundleDir(path) => {
-                let b = BundleDir::read(path, limits).map_err(|e| e.to_string())?;
-                let image = template.map_or_else(String::new, |t| {
-                    t.expand(b.package(), b.name(), &csv::version(b.csv()))
-                });
+                let b = ReadBundle::read_dir(path, limits).map_err(|e| e.to_string())?;
+                let image = template.map_or_else(String::new, |t| b.image_from(t));
                 Ok(DeclarativeConfig {
-                    bundles: vec![render(&b, &image)],
+                    bundles: vec![b.render(&image)],
                     ..DeclarativeConfig::default()
                 })
             }

@@ -12,21 +12,29 @@ use std::path::PathBuf;
 use unfinished::{ScratchDir, Unfinished};
 
 /// A registry client and the runtime that drives it, made on first use: commands that also
-/// take local paths start neither unless an image is named.
+/// take local paths start neither unless an image is named. The images it pulls are unpacked
+/// into directories on the caller's `unfinished` list.
 pub struct Images {
     options: ClientOptions,
+    unfinished: Unfinished,
     made: Option<(tokio::runtime::Runtime, Registry)>,
 }
 
 impl Images {
-    pub fn new(options: ClientOptions) -> Images {
+    pub fn new(options: ClientOptions, unfinished: Unfinished) -> Images {
         Images {
             options,
+            unfinished,
             made: None,
         }
     }
 
-    pub fn get(&mut self) -> Result<&(tokio::runtime::Runtime, Registry), Error> {
+    /// The list pulled images are unpacked onto.
+    pub(crate) fn unfinished(&self) -> &Unfinished {
+        &self.unfinished
+    }
+
+    pub(crate) fn get(&mut self) -> Result<&(tokio::runtime::Runtime, Registry), Error> {
         let made = match self.made.take() {
             Some(made) => made,
             None => {
@@ -133,14 +141,14 @@ pub async fn fetch(
 }
 
 /// An image's file system in a private directory (removed when dropped), and its labels.
-pub struct Unpacked {
+pub(crate) struct Unpacked {
     pub(crate) dir: ScratchDir,
-    pub content: PathBuf,
-    pub labels: std::collections::BTreeMap<String, String>,
+    pub(crate) content: PathBuf,
+    pub(crate) labels: std::collections::BTreeMap<String, String>,
 }
 
 /// Pulls an image and unpacks it into a private directory on `unfinished`.
-pub async fn pull_unpacked(
+pub(crate) async fn pull_unpacked(
     registry: &Registry,
     reference: &str,
     unfinished: &Unfinished,

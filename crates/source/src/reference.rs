@@ -8,22 +8,21 @@ use catalog::decode::describe_load_errors;
 use catalog::file::ReadLimits;
 use catalog::{DeclarativeConfig, walk};
 use std::path::Path;
-use unfinished::Unfinished;
 
 /// Any reference `render` accepts, as FBC: an existing path by what it holds (FBC, bundle
 /// or index.db; a package-manifest tree is refused with the command that converts it),
-/// anything else as an image, unpacked into a directory on `unfinished`. `template` names the
-/// image of a bundle directory. Files are read within `limits`.
+/// anything else as an image. `template` names the image of a bundle directory. Files are
+/// read within `limits`.
 pub fn load_reference(
     images: &mut Images,
-    unfinished: &Unfinished,
     limits: ReadLimits,
     r: &str,
     template: Option<&ImageTemplate>,
 ) -> Result<DeclarativeConfig, Error> {
     if !Path::new(r).exists() {
+        let unfinished = images.unfinished().clone();
         let (runtime, registry) = images.get()?;
-        let unpacked = runtime.block_on(fetch_as_fbc(registry, r, unfinished, limits))?;
+        let unpacked = runtime.block_on(fetch_as_fbc(registry, r, &unfinished, limits))?;
         return walk::load_dir(&unpacked.root, limits)
             .map_err(|e| Error::Invalid(describe_load_errors(&e)));
     }

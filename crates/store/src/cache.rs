@@ -15,25 +15,17 @@ use unfinished::{ScratchDir, Unfinished};
 pub(crate) const CACHE_SUBDIR: &str = "olm-registry.v1";
 const INDEX_FILE: &str = "index.db";
 
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum CacheError {
     /// `--cache-enforce-integrity` and the cache does not match the catalog.
+    #[error("integrity check failed: {0}")]
     Integrity(String),
+    // The ingest's message is the whole message: callers print this error alone, not a chain.
+    #[error("{0}")]
     Ingest(IngestError),
+    #[error("{0}")]
     Io(String),
 }
-
-impl std::fmt::Display for CacheError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            CacheError::Integrity(e) => write!(f, "integrity check failed: {e}"),
-            CacheError::Ingest(e) => write!(f, "{e}"),
-            CacheError::Io(e) => f.write_str(e),
-        }
-    }
-}
-
-impl std::error::Error for CacheError {}
 
 /// How an index was obtained.
 #[derive(Debug)]

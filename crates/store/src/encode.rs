@@ -5,7 +5,12 @@
 //! is assembled by appending byte slices — nothing is decoded or re-encoded while serving.
 //! The pieces are split so that nothing large is stored twice: the manifests once per bundle
 //! (not per channel), the CSV text once (csvJson points into the `object` list).
+//!
+//! What is served whole (a package, a custom document) is encoded here too, at ingest.
 use bytes::{BufMut, Bytes, BytesMut};
+use catalog::model::ModelPackage;
+use catalog::property::{self, Typed};
+use catalog::{Bundle, Gvk};
 use prost::Message;
 use prost::encoding::{WireType, encode_key, encode_varint, encoded_len_varint};
 
@@ -114,6 +119,142 @@ pub(crate) fn encode_edges(replaces: &str, skips: &[String]) -> Vec<u8> {
         ..Default::default()
     }
     .encode_to_vec()
+}
+
+/// A custom document as the experimental API serves it: a `google.protobuf.Struct`.
+pub(crate) fn to_struct(v: &serde_json::Value) -> prost_types::Struct {
+    let fields = match v {
+        serde_json::Value::Object(map) => {
+            map.iter().map(|(k, v)| (k.clone(), to_value(v))).collect()
+        }
+        _ => Default::default(),
+    };
+    prost_types::Struct { fields }
+}
+
+fn to_value(v: &serde_json::Value) -> prost_types::Value {
+    use prost_types::value::Kind;
+    use serde_json::Value as J;
+    let kind = match v {
+        J::Null => Kind::NullValue(0),
+        J::Bool(b) => Kind::BoolValue(*b),
+        J::Number(n) => Kind::NumberValue(n.as_f64().unwrap_or(f64::NAN)),
+        J::String(s) => Kind::StringValue(s.clone()),
+        J::Array(a) => Kind::ListValue(prost_types::ListValue {
+            values: a.iter().map(to_value).collect(),
+        }),
+        J::Object(_) => Kind::StructValue(to_struct(v)),
+    };
+    prost_types::Value { kind: Some(kind) }
+}
+
+/// A package as GetPackage serves it, whole.
+pub(crate) fn encode_package(pkg: &ModelPackage) -> api::Package {
+    api::Package {
+        name: pkg.name.clone(),
+        default_channel_name: pkg.default_channel.clone(),
+        channels: pkg
+            .channels
+            .values()
+            .map(|ch| api::Channel {
+                name: ch.name.clone(),
+                csv_name: ch.head.clone(),
+                deprecation: ch
+                    .deprecation
+                    .clone()
+                    .map(|message| api::Deprecation { message }),
+            })
+            .collect(),
+        deprecation: pkg
+            .deprecation
+            .clone()
+            .map(|message| api::Deprecation { message }),
+    }
+}
+
+/// What the served fields of a bundle derive from its properties (registry-api.md §4.1).
+pub(crate) struct BundleFacts {
+    pub(crate) version: String,
+    pub(crate) provided: Vec<api::GroupVersionKind>,
+    required: Vec<api::GroupVersionKind>,
+    dependencies: Vec<api::Dependency>,
+    properties: Vec<api::Property>,
+    pub(crate) csv_metadata: Option<serde_json::Value>,
+}
+
+impl BundleFacts {
+    /// The model has validated every property already; one that still fails to parse is
+    /// served as an opaque property.
+    pub(crate) fn of(b: &Bundle) -> BundleFacts {
+        let mut facts = BundleFacts {
+            version: String::new(),
+            provided: Vec::new(),
+            required: Vec::new(),
+            dependencies: Vec::new(),
+            properties: Vec::new(),
+            csv_metadata: None,
+        };
+        let gvk = |g: Gvk| api::GroupVersionKind {
+            group: g.group,
+            version: g.version,
+            kind: g.kind,
+            plural: String::new(),
+        };
+        for p in &b.properties {
+            match property::parse(p) {
+                Ok(Typed::CsvMetadata(v)) => {
+                    facts.csv_metadata = Some(v);
+                    continue;
+                }
+                Ok(Typed::BundleObject { .. }) => continue,
+                Ok(Typed::Package { version, .. }) => facts.version = version,
+                Ok(Typed::Gvk(g)) => facts.provided.push(gvk(g)),
+                Ok(Typed::GvkRequired(g)) => {
+                    facts.required.push(gvk(g));
+                    facts.dependencies.push(api::Dependency {
+                        r#type: "olm.gvk".to_owned(),
+                        value: p.value.clone(),
+                    });
+                }
+                Ok(Typed::PackageRequired {
+                    package_name,
+                    version_range,
+                }) => {
+                    let value =
+                        serde_json::json!({"packageName": package_name, "version": version_range});
+                    facts.dependencies.push(api::Dependency {
+                        r#type: "olm.package".to_owned(),
+                        value: catalog::json::canonical(&value),
+                    });
+                }
+                _ => {}
+            }
+            facts.properties.push(api::Property {
+                r#type: p.kind.clone(),
+                value: p.value.clone(),
+            });
+        }
+        facts
+    }
+
+    /// The bundle's `common` piece (see [`BundleParts`]).
+    pub(crate) fn encode_common(self, b: &Bundle, deprecation: Option<&str>) -> Vec<u8> {
+        api::Bundle {
+            csv_name: b.name.clone(),
+            package_name: b.package.clone(),
+            bundle_path: b.image.clone(),
+            version: self.version,
+            provided_apis: self.provided,
+            required_apis: self.required,
+            dependencies: self.dependencies,
+            properties: self.properties,
+            deprecation: deprecation.map(|m| api::Deprecation {
+                message: m.to_owned(),
+            }),
+            ..Default::default()
+        }
+        .encode_to_vec()
+    }
 }
 
 #[cfg(test)]

@@ -41,16 +41,9 @@ pub struct Store {
     returned: Condvar,
 }
 
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
 pub(crate) struct OpenError(pub String);
-
-impl std::fmt::Display for OpenError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for OpenError {}
 
 impl Store {
     /// Opens an index and checks that it is complete and of the current format; anything

@@ -1,5 +1,5 @@
 use super::{GaveUp, parse};
-use crate::decode::libyaml;
+use crate::decode::yaml_stream::libyaml;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 

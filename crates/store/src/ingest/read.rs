@@ -1,0 +1,188 @@
+//! Reading the catalog's files on worker threads and handing them, in file order, to the
+//! writer: each bundle's manifests split off, catalogd lines taken as the documents go by,
+//! and the digest computed from the same reads when none was given.
+use super::write::Writer;
+use super::{IngestError, RENDERED_FILE, Rendered};
+use crate::content::{ContentWriter, Line};
+use crate::digest::{DigestOfReads, DigestThread, catalog_digest};
+use crate::schema;
+use catalog::decode::LoadError;
+use catalog::file::ReadLimits;
+use catalog::property;
+use catalog::walk::{CatalogFile, decode_file_seeing, read_file_seeing, read_in_order};
+use catalog::{Bundle, Document};
+use std::path::Path;
+
+/// A bundle as a worker hands it to the writer: manifests already decoded and split off.
+pub(super) struct ParsedBundle {
+    pub(super) light: Bundle,
+    pub(super) objects: Vec<String>,
+    pub(super) csv_index: Option<usize>,
+}
+
+/// A document as a worker hands it to the writer.
+pub(super) enum Parsed {
+    Bundle(ParsedBundle),
+    Other(Document),
+}
+
+/// A file as the writer takes it.
+pub(super) struct ParsedFile {
+    rel: String,
+    /// What was read, when the writer digests it.
+    data: Option<Vec<u8>>,
+    bytes: u64,
+    documents: Vec<Parsed>,
+    /// The documents' catalogd lines.
+    lines: Vec<Line>,
+}
+
+/// Reads the files of the catalog at `root` in order into `sink`; returns the catalog's
+/// digest, `digest` or computed from the same reads (within the same `limits`).
+pub(super) fn read_dir(
+    root: &Path,
+    limits: ReadLimits,
+    files: &[CatalogFile],
+    sink: &mut Sink<'_>,
+    digest: Option<&str>,
+) -> Result<String, IngestError> {
+    let reads = match digest {
+        Some(_) => None,
+        None => Some(
+            DigestOfReads::new(root, limits, schema::CURRENT_VERSION, files)
+                .map_err(IngestError::Load)?,
+        ),
+    };
+    let keep_data = reads.is_some();
+    let lines = sink.content.is_some();
+    let parse = |file: &CatalogFile| parse_file(file, keep_data, lines);
+    let (read, reads) = std::thread::scope(|scope| {
+        let reads = reads.map(|r| r.on_thread(scope));
+        let read = read_in_order(files, parse, |result| {
+            match result {
+                Ok(mut file) => {
+                    if let (Some(reads), Some(data)) = (&reads, file.data.take()) {
+                        reads.add(file.rel.clone(), data);
+                    }
+                    sink.take(file)?;
+                }
+                Err(e) => sink.errors.extend(e),
+            }
+            Ok::<_, IngestError>(())
+        });
+        (read, reads.map(DigestThread::finish))
+    });
+    read?;
+    // The caller reports the problems; a catalog that has some has no digest worth computing.
+    if !sink.errors.is_empty() {
+        return Ok(String::new());
+    }
+    Ok(match reads {
+        None => digest.unwrap_or_default().to_owned(),
+        Some(reads) => match reads.map_err(IngestError::Load)? {
+            Some(digest) => digest,
+            // The reads came in too far from the digest's order: read again.
+            None => {
+                catalog_digest(root, limits, schema::CURRENT_VERSION).map_err(IngestError::Load)?
+            }
+        },
+    })
+}
+
+/// Where parsed files go: documents to the writer, catalogd lines to the content, problems
+/// collected to be reported together.
+pub(super) struct Sink<'c> {
+    pub(super) writer: Writer<'c>,
+    /// Absent when the index is built without catalogd content.
+    pub(super) content: Option<ContentWriter<'c>>,
+    pub(super) errors: Vec<LoadError>,
+    pub(super) bytes: u64,
+}
+
+impl Sink<'_> {
+    pub(super) fn take(&mut self, file: ParsedFile) -> Result<(), IngestError> {
+        self.bytes += file.bytes;
+        for doc in file.documents {
+            self.writer.add(doc, &mut self.errors)?;
+        }
+        if let Some(content) = &mut self.content {
+            for line in &file.lines {
+                content.add(line)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A file as the writer takes it, with its documents' catalogd lines when `lines` is set.
+fn parse_file(
+    file: &CatalogFile,
+    keep_data: bool,
+    lines: bool,
+) -> Result<ParsedFile, Vec<LoadError>> {
+    let mut seen = Vec::new();
+    let read = read_file_seeing(file, &mut |doc| {
+        if lines {
+            seen.push(Line::of(doc))
+        }
+    })?;
+    let lines = seen;
+    Ok(ParsedFile {
+        rel: file.rel.clone(),
+        bytes: read.data.len() as u64,
+        data: keep_data.then_some(read.data),
+        documents: split_manifests(read.documents),
+        lines,
+    })
+}
+
+/// [`parse_file`] for a rendered catalog.
+pub(super) fn parse_rendered(
+    rendered: &Rendered,
+    lines: bool,
+) -> Result<ParsedFile, Vec<LoadError>> {
+    let mut seen = Vec::new();
+    let documents = decode_file_seeing(&rendered.name(), &rendered.json, &mut |doc| {
+        if lines {
+            seen.push(Line::of(doc))
+        }
+    })?;
+    let lines = seen;
+    Ok(ParsedFile {
+        rel: RENDERED_FILE.to_owned(),
+        bytes: rendered.json.len() as u64,
+        data: None,
+        documents: split_manifests(documents),
+        lines,
+    })
+}
+
+/// Each bundle's manifests split off its properties.
+fn split_manifests(documents: Vec<(Document, Vec<String>)>) -> Vec<Parsed> {
+    documents
+        .into_iter()
+        .map(|(doc, objects)| match doc {
+            Document::Bundle(mut light) => {
+                light
+                    .properties
+                    .retain(|p| p.kind != property::BUNDLE_OBJECT);
+                light.external_objects = objects.len();
+                Parsed::Bundle(ParsedBundle {
+                    light,
+                    csv_index: objects.iter().position(|json| is_csv(json)),
+                    objects,
+                })
+            }
+            other => Parsed::Other(other),
+        })
+        .collect()
+}
+
+fn is_csv(json: &str) -> bool {
+    #[derive(serde::Deserialize)]
+    struct Kind {
+        kind: Option<String>,
+    }
+    serde_json::from_str::<Kind>(json)
+        .is_ok_and(|k| k.kind.as_deref() == Some("ClusterServiceVersion"))
+}
