@@ -67,7 +67,7 @@ fn run_migrate(args: &MigrateArgs) -> Result<(), String> {
     let mut dc = Local::detect(&args.reference)
         .and_then(|local| local.load(None))
         .map_err(|e| e.to_string())?;
-    migrate(&mut dc, level)?;
+    migrate(&mut dc, level).map_err(|e| e.to_string())?;
     write_tree(dc, out, args.output)?;
     tracing::info!(
         "wrote rendered file-based catalog to {:?}",

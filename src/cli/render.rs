@@ -52,7 +52,7 @@ fn render(args: &RenderArgs, use_http: bool, skip_tls_verify: bool) -> Result<()
     for r in &args.refs {
         dc.append(load_reference(&mut images, r, template.as_ref()).map_err(|e| e.to_string())?);
     }
-    migrate(&mut dc, level)?;
+    migrate(&mut dc, level).map_err(|e| e.to_string())?;
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
     let written = match args.output {

@@ -103,7 +103,7 @@ fn render_template(
     let mut dc = kind
         .render(&input, &mut render_bundle)
         .map_err(|e| format!("rendering template: {e}"))?;
-    migrate(&mut dc, level)?;
+    migrate(&mut dc, level).map_err(|e| e.to_string())?;
     let mut out = Vec::new();
     match args.output.as_str() {
         "json" => catalog::write::write_json(&dc, &mut out).map_err(|e| e.to_string()),

@@ -53,9 +53,9 @@ pub(crate) fn read_dir(dir: &Path) -> Result<Metadata, String> {
     let mut annotations = None;
     let mut dependencies = None;
     let mut properties = None;
-    for file in regular_files(dir)? {
+    for file in regular_files(dir).map_err(|e| e.to_string())? {
         let path = dir.join(&file);
-        let data = read_file(&path)?;
+        let data = read_file(&path).map_err(|e| e.to_string())?;
         let Ok(doc) = yaml_to_json(&data) else {
             tracing::debug!(file = %path.display(), "skipping an undecodable metadata file");
             continue;

@@ -357,8 +357,9 @@ mod tests {
         let mut mismatch = new("foo.v2", "2.0.0", &["stable"], "foo.v1");
         mismatch.bundle.properties[0].value = r#"{"packageName":"bar","version":"2.0.0"}"#.into();
         assert_eq!(
-            add_bundle(&mut dc, mismatch, Mode::Replaces).unwrap_err()
-            .to_string(),
+            add_bundle(&mut dc, mismatch, Mode::Replaces)
+                .unwrap_err()
+                .to_string(),
             "bundle \"foo.v2\" is for package \"foo\" but its olm.package property says \"bar\""
         );
         // A second head is caught by validation.

@@ -76,8 +76,9 @@ impl Local {
             }
             Local::PackageManifests(path) => {
                 package_manifests::load(path, &package_manifests::Options::default())
+                    .map_err(|e| e.to_string())
             }
-            Local::IndexDb(path) => sqlite::load(path),
+            Local::IndexDb(path) => sqlite::load(path).map_err(|e| e.to_string()),
         }
     }
 }
