@@ -85,7 +85,11 @@ fn build(args: BuildArgs, use_http: bool, skip_tls_verify: bool) -> Result<(), S
             ];
             let contents: Vec<(&std::path::Path, &str)> =
                 contents.iter().map(|(p, t)| (p.as_path(), *t)).collect();
-            (build_image(&contents, &labels)?, tag, image)
+            (
+                build_image(&contents, &labels).map_err(|e| e.to_string())?,
+                tag,
+                image,
+            )
         }
         BuildKind::Catalog {
             dir,
@@ -107,7 +111,7 @@ fn build(args: BuildArgs, use_http: bool, skip_tls_verify: bool) -> Result<(), S
                 all.insert(k.to_owned(), v.to_owned());
             }
             (
-                build_image(&[(dir.as_path(), "/configs")], &all)?,
+                build_image(&[(dir.as_path(), "/configs")], &all).map_err(|e| e.to_string())?,
                 tag,
                 image,
             )
