@@ -50,7 +50,8 @@ fn render_graph(
                 "--minimum-edge and --draw-v0-semantics apply to mermaid output only".into(),
             );
         }
-        print!("{}", write_svg(&dc, args.package_name.as_deref())?);
+        let svg = write_svg(&dc, args.package_name.as_deref()).map_err(|e| e.to_string())?;
+        print!("{svg}");
         return Ok(());
     }
     let graph = write_mermaid(
@@ -60,7 +61,8 @@ fn render_graph(
             package: args.package_name.clone(),
             v0_semantics: args.draw_v0_semantics,
         },
-    )?;
+    )
+    .map_err(|e| e.to_string())?;
     for w in &graph.warnings {
         eprintln!("{w}");
     }

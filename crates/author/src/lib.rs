@@ -1,11 +1,14 @@
 //! Tools for catalog authors: templates that render to FBC, upgrade-graph pictures, and
 //! (next) catalog diffs. Everything here works on [`DeclarativeConfig`]s; acquiring them
-//! from references is the caller's business.
+//! from references is the caller's business. What fails says why in an [`Error`].
 pub mod diff;
+mod error;
 pub mod mermaid;
 mod semver_template;
 pub mod svg;
 pub mod template;
+
+pub use error::Error;
 
 use catalog::property::{self, Typed};
 use catalog::semver::Version;
