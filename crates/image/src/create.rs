@@ -39,12 +39,12 @@ pub fn build_image(
         let target = target.trim_matches('/');
         append_dir(&mut tar, source, target)?;
     }
-    let tar = tar.into_inner().map_err(|e| io(&"building the layer", e))?;
+    let tar = tar.into_inner().map_err(|e| io("building the layer", e))?;
     let diff_id = format!("sha256:{:x}", Sha256::digest(&tar));
     let mut gz = GzEncoder::new(Vec::new(), Compression::default());
     gz.write_all(&tar)
-        .map_err(|e| io(&"compressing the layer", e))?;
-    let layer = gz.finish().map_err(|e| io(&"compressing the layer", e))?;
+        .map_err(|e| io("compressing the layer", e))?;
+    let layer = gz.finish().map_err(|e| io("compressing the layer", e))?;
     let config = json!({
         "architecture": "amd64",
         "os": "linux",
@@ -70,13 +70,13 @@ pub fn build_image(
 }
 
 /// Reading the contents or writing the layer failed; `what` says which.
-fn io(what: &dyn std::fmt::Display, e: std::io::Error) -> Error {
+fn io(what: impl std::fmt::Display, e: std::io::Error) -> Error {
     Error::new(ErrorKind::Io, format!("{what}: {e}"))
 }
 
 fn append_dir(tar: &mut tar::Builder<Vec<u8>>, dir: &Path, prefix: &str) -> Result<(), Error> {
     let mut entries: Vec<_> = std::fs::read_dir(dir)
-        .map_err(|e| io(&dir.display(), e))?
+        .map_err(|e| io(dir.display(), e))?
         .filter_map(Result::ok)
         .collect();
     entries.sort_by_key(|e| e.file_name());
@@ -87,7 +87,7 @@ fn append_dir(tar: &mut tar::Builder<Vec<u8>>, dir: &Path, prefix: &str) -> Resu
     header.set_mtime(0);
     if !prefix.is_empty() {
         tar.append_data(&mut header, format!("{prefix}/"), std::io::empty())
-            .map_err(|e| io(&dir.display(), e))?;
+            .map_err(|e| io(dir.display(), e))?;
     }
     for entry in entries {
         let path = entry.path();
@@ -97,18 +97,18 @@ fn append_dir(tar: &mut tar::Builder<Vec<u8>>, dir: &Path, prefix: &str) -> Resu
         } else {
             format!("{prefix}/{name}")
         };
-        let meta = std::fs::metadata(&path).map_err(|e| io(&path.display(), e))?;
+        let meta = std::fs::metadata(&path).map_err(|e| io(path.display(), e))?;
         if meta.is_dir() {
             append_dir(tar, &path, &in_image)?;
         } else {
-            let data = std::fs::read(&path).map_err(|e| io(&path.display(), e))?;
+            let data = std::fs::read(&path).map_err(|e| io(path.display(), e))?;
             let mut header = tar::Header::new_gnu();
             header.set_entry_type(tar::EntryType::Regular);
             header.set_mode(0o644);
             header.set_size(data.len() as u64);
             header.set_mtime(0);
             tar.append_data(&mut header, &in_image, data.as_slice())
-                .map_err(|e| io(&path.display(), e))?;
+                .map_err(|e| io(path.display(), e))?;
         }
     }
     Ok(())
