@@ -147,7 +147,7 @@ fn run(cli: Cli) -> i32 {
 }
 
 /// The exit code of a command that reports its failure as one message: printed, then 1.
-fn exit_code(result: Result<(), String>) -> i32 {
+fn exit_code(result: Result<(), impl std::fmt::Display>) -> i32 {
     match result {
         Ok(()) => 0,
         Err(message) => {

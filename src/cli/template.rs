@@ -131,7 +131,7 @@ fn convert_template(args: &ConvertTemplateArgs) -> Result<(), String> {
         }
     };
     let input = read_input(args.file.as_deref().unwrap_or("-"))?;
-    let text = convert_to_basic(&input, yaml)?;
+    let text = convert_to_basic(&input, yaml).map_err(|e| e.to_string())?;
     std::io::stdout()
         .write_all(text.as_bytes())
         .map_err(|e| format!("writing output: {e}"))

@@ -233,7 +233,7 @@ fn a_csv_defined_twice_is_refused() {
     let Some(root) = shared_testdata("upstream/package-manifests/invalidPackges") else {
         return;
     };
-    let err = load(&root, &Options::default()).unwrap_err();
+    let err = load(&root, &Options::default()).unwrap_err().to_string();
     assert_eq!(
         err,
         format!(
@@ -275,12 +275,12 @@ fn package_manifest_files_are_recognised_by_content() {
     );
     let no_channels = serde_json::json!({"packageName": "foo", "channels": null});
     assert_eq!(
-        package_manifest(&no_channels),
+        package_manifest(&no_channels).map(|r| r.map_err(|e| e.to_string())),
         Some(Err("package \"foo\" has no channels".to_owned()))
     );
     let bad_channel = serde_json::json!({"packageName": "foo", "channels": [{"name": "a"}]});
     assert_eq!(
-        package_manifest(&bad_channel),
+        package_manifest(&bad_channel).map(|r| r.map_err(|e| e.to_string())),
         Some(Err(
             "package \"foo\": channels[0] must set name and currentCSV".to_owned()
         ))
@@ -304,7 +304,9 @@ fn graph_errors_name_the_bundles() {
     );
     write("v2.yaml", &csv("p.v2", "p.v1"));
     write("v1.yaml", &csv("p.v1", "p.v0"));
-    let err = load(tmp.path(), &Options::default()).unwrap_err();
+    let err = load(tmp.path(), &Options::default())
+        .unwrap_err()
+        .to_string();
     assert!(
         err.ends_with("\n  no default channel specified for p"),
         "{err}"
@@ -313,13 +315,17 @@ fn graph_errors_name_the_bundles() {
         "p.package.yaml",
         "packageName: p\ndefaultChannel: a\nchannels:\n- name: a\n  currentCSV: p.v2\n",
     );
-    let err = load(tmp.path(), &Options::default()).unwrap_err();
+    let err = load(tmp.path(), &Options::default())
+        .unwrap_err()
+        .to_string();
     assert!(
         err.ends_with("\n  Invalid bundle p.v1, replaces nonexistent bundle p.v0"),
         "{err}"
     );
     write("v1.yaml", &csv("p.v1", "p.v2"));
-    let err = load(tmp.path(), &Options::default()).unwrap_err();
+    let err = load(tmp.path(), &Options::default())
+        .unwrap_err()
+        .to_string();
     assert!(
         err.ends_with("\n  Cycle detected, p.v1 replaces p.v2"),
         "{err}"
@@ -333,7 +339,7 @@ fn e2e_tree_with_an_overwrite_copy_is_refused() {
         return;
     };
     assert_eq!(
-        load(&root, &Options::default()).unwrap_err(),
+        load(&root, &Options::default()).unwrap_err().to_string(),
         format!(
             "invalid package manifests in {}:\n  package \"aqua\": CSV \"aqua-operator.v1.0.1\" is defined twice, in 1.0.1/aqua-operator.v1.0.1.clusterserviceversion.yaml and 1.0.1-overwrite/aqua-operator.v1.0.1.clusterserviceversion.yaml",
             root.display()

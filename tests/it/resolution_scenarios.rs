@@ -690,12 +690,14 @@ fn chain_case(case: &Value, path: &str) -> Check {
     known_keys(case, path, &["in", "out", "error"])?;
     let entries = entry_list(&case["in"], &format!("{path}.in"))?;
     let links: Vec<Links> = entries.iter().map(Links::from).collect();
-    let got = classic::chain::sort_channel("package", "channel", &links).map(|order| {
-        order
-            .iter()
-            .map(|&i| entries[i].name.clone())
-            .collect::<Vec<_>>()
-    });
+    let got = classic::chain::sort_channel("package", "channel", &links)
+        .map(|order| {
+            order
+                .iter()
+                .map(|&i| entries[i].name.clone())
+                .collect::<Vec<_>>()
+        })
+        .map_err(|e| e.to_string());
     match field(case, "error") {
         Some(err) => expect_eq("chain", got, Err(scalar(err, &format!("{path}.error"))?)),
         None => expect_eq(
@@ -1202,8 +1204,9 @@ impl OwnedRequest {
             &self.subscriptions,
             &self.csvs,
             operators,
-            |op| Ok(vec![notation_csv(&op.name)]),
+            |op| Ok::<_, String>(vec![notation_csv(&op.name)]),
         )
+        .map_err(|e| e.to_string())
     }
 }
 
@@ -1799,7 +1802,7 @@ fn v1_expectation(
             content: &c.content,
         })
         .collect();
-    let got = v1::resolve_extension(&borrowed, request);
+    let got = v1::resolve_extension(&borrowed, request).map_err(|e| e.to_string());
     let text = |key: &str| scalar(required(expect, key, path)?, &join(path, key));
     if field(expect, "error").is_some() {
         return expect_eq("error", got.err(), Some(text("error")?));
@@ -1894,7 +1897,9 @@ fn v1_dependency_case(case: &Value, path: &str, wrapping: Option<&Value>) -> Che
         .replace("<name>", "p.v1.0.0");
     expect_eq(
         "error",
-        v1::resolve_extension(&catalog, &request).err(),
+        v1::resolve_extension(&catalog, &request)
+            .err()
+            .map(|e| e.to_string()),
         Some(want),
     )
 }
@@ -2060,7 +2065,8 @@ fn run_openshift(s: &Value) -> Check {
                 known_keys(case, path, &["cluster", "max", "expect"])?;
                 let text = |key: &str| scalar(required(case, key, path)?, &join(path, key));
                 let props = max_property(&text("max")?);
-                let blocking = openshift::classic_blocking(&text("cluster")?, &[("op", &props)])?;
+                let blocking = openshift::classic_blocking(&text("cluster")?, &[("op", &props)])
+                    .map_err(|e| e.to_string())?;
                 let want = word(
                     required(case, "expect", path)?,
                     &join(path, "expect"),
@@ -2099,7 +2105,7 @@ fn openshift_report(s: &Value) -> Check {
         .map(|(n, p)| (n.as_str(), p.as_slice()))
         .collect();
     let cluster = scalar(&s["cluster"], "cluster")?;
-    let got = openshift::classic_blocking(&cluster, &operators);
+    let got = openshift::classic_blocking(&cluster, &operators).map_err(|e| e.to_string());
     let expect = required(s, "expect", "")?;
     if let ("error_contains", part) =
         exactly_one(expect, "expect", &["incompatible", "error_contains"])?
@@ -2113,7 +2119,9 @@ fn openshift_report(s: &Value) -> Check {
         if let Some(kind) = field(expect, "kind") {
             word(kind, "expect.kind", &["transient"])?;
             // A transient error is the cluster's, not an operator's: it comes without any.
-            let bare = openshift::classic_blocking(&cluster, &[]).err();
+            let bare = openshift::classic_blocking(&cluster, &[])
+                .err()
+                .map(|e| e.to_string());
             expect_eq("error without operators", bare, Some(err))?;
         }
         return Ok(());
@@ -2152,10 +2160,13 @@ fn openshift_matrix(s: &Value) -> Check {
             }
             let want = blocks(verdict, &join(path, &max))?;
             let props = max_property(&max);
-            let classic = !openshift::classic_blocking(&cluster, &[("op", &props)])?.is_empty();
+            let classic = !openshift::classic_blocking(&cluster, &[("op", &props)])
+                .map_err(|e| e.to_string())?
+                .is_empty();
             expect_eq(&format!("classic max {max} on {cluster}"), classic, want)?;
             let v1_max = openshift::v1_max(&props)?.ok_or("no max")?;
-            let v1 = !openshift::v1_compatible(v1_max, &format!("{cluster}.0"))?;
+            let v1 = !openshift::v1_compatible(v1_max, &format!("{cluster}.0"))
+                .map_err(|e| e.to_string())?;
             expect_eq(&format!("v1 max {max} on {cluster}"), v1, want)?;
         }
         Ok(())
@@ -2165,13 +2176,16 @@ fn openshift_matrix(s: &Value) -> Check {
             known_keys(row, path, &["max", "cluster", "result"])?;
             let text = |key: &str| scalar(required(row, key, path)?, &join(path, key));
             let max = openshift::v1_max(&max_property(&text("max")?))?.ok_or("no max")?;
-            let got = !openshift::v1_compatible(max, &format!("{}.0", text("cluster")?))?;
+            let got = !openshift::v1_compatible(max, &format!("{}.0", text("cluster")?))
+                .map_err(|e| e.to_string())?;
             let want = blocks(required(row, "result", path)?, &join(path, "result"))?;
             expect_eq(path, got, want)
         })?;
     }
     for (cluster, next) in pairs(&s["next_minor"], "next_minor")? {
-        let got = openshift::classic_next_minor(&cluster)?.to_string();
+        let got = openshift::classic_next_minor(&cluster)
+            .map_err(|e| e.to_string())?
+            .to_string();
         let want = scalar(next, &join("next_minor", &cluster))?;
         expect_eq(&format!("next minor of {cluster}"), got, want)?;
     }

@@ -38,7 +38,10 @@ pub enum AddError {
     },
     /// The bundle does not fit (already there, a missing replaces target, an invalid result).
     #[error("adding {bundle}: {reason}")]
-    Conflict { bundle: String, reason: String },
+    Conflict {
+        bundle: String,
+        reason: catalog::add::AddError,
+    },
     #[error(transparent)]
     Layout(#[from] LayoutError),
 }

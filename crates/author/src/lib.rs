@@ -2,9 +2,11 @@
 //! diffs, adding bundles to a catalog on disk and migrating catalogs to the one-file-per-
 //! package layout. The tools work on [`DeclarativeConfig`]s; the commands' entry points
 //! ([`add`], [`migrate`], [`references`], [`template_render`]) acquire them through
-//! [`source`], which also reads and pulls the bundles they name.
+//! [`source`], which also reads and pulls the bundles they name. What the tools refuse says
+//! why in an [`Error`].
 pub mod add;
 pub mod diff;
+mod error;
 pub mod layout;
 pub mod mermaid;
 pub mod migrate;
@@ -13,6 +15,8 @@ mod semver_template;
 pub mod svg;
 pub mod template;
 pub mod template_render;
+
+pub use error::Error;
 
 use catalog::property::{self, Typed};
 use catalog::semver::Version;

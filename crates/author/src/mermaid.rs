@@ -1,6 +1,7 @@
 //! opm's Mermaid upgrade graph (catalog-templates.md §5), byte for byte: the text authors
 //! paste into GitHub or mermaid.live must not change when they switch tools.
 use super::bundle_versions;
+use super::error::Error;
 use catalog::quote::go_quote;
 use catalog::semver::{Range, Version};
 use catalog::{
@@ -28,14 +29,14 @@ pub(crate) struct Mermaid {
 pub(crate) fn write_mermaid(
     dc: &DeclarativeConfig,
     opts: &MermaidOptions,
-) -> Result<Mermaid, String> {
-    let versions = bundle_versions(dc)?;
+) -> Result<Mermaid, Error> {
+    let versions = bundle_versions(dc).map_err(Error::Invalid)?;
     let zero = Version::parse("0.0.0").expect("a valid version");
     let version = |name: &str| versions.get(name).unwrap_or(&zero);
     let min_version = match &opts.minimum_edge {
-        Some(name) => versions
-            .get(name)
-            .ok_or_else(|| format!("unknown minimum edge name: {}", go_quote(name)))?,
+        Some(name) => versions.get(name).ok_or_else(|| {
+            Error::Invalid(format!("unknown minimum edge name: {}", go_quote(name)))
+        })?,
         None => &zero,
     };
     let min_edge_package = opts.minimum_edge.as_ref().and_then(|name| {

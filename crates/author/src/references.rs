@@ -30,7 +30,7 @@ pub enum DrawError {
     #[error(transparent)]
     Load(#[from] source::Error),
     #[error("{0}")]
-    Draw(String),
+    Draw(crate::Error),
 }
 
 /// The upgrade graph of the catalogs `references` name, merged, as `picture`.

@@ -2,6 +2,7 @@
 //! stability archetype become `<archetype>-vX` / `<archetype>-vX.Y` channels whose
 //! replaces/skips edges and default channel are exactly upstream's.
 use super::bundle_package_version;
+use super::error::Error;
 use super::template::{RenderBundle, decode_strict_field};
 use catalog::kind_name;
 use catalog::property::{self, Typed};
@@ -50,9 +51,9 @@ struct Template {
 pub(crate) fn render(
     input: &[u8],
     render_bundle: &mut RenderBundle,
-) -> Result<DeclarativeConfig, String> {
+) -> Result<DeclarativeConfig, Error> {
     let (template, preference) =
-        read(input).map_err(|e| format!("render: unable to read file: {e}"))?;
+        read(input).map_err(|e| Error::Invalid(format!("render: unable to read file: {e}")))?;
 
     // Each bundle with the reference it was rendered from: its image may be named otherwise.
     let mut rendered: Vec<(&str, Bundle)> = Vec::new();
@@ -61,20 +62,22 @@ pub(crate) fn render(
         if !seen.insert(image.as_str()) {
             continue;
         }
-        let bundles = render_bundle(image)?;
+        let bundles = render_bundle(image).map_err(Error::Bundle)?;
         let [bundle] = <[_; 1]>::try_from(bundles).map_err(|b: Vec<Bundle>| {
-            format!(
+            Error::Bundle(format!(
                 "bundle reference {image:?} resulted in {} bundles, expected 1",
                 b.len()
-            )
+            ))
         })?;
         rendered.push((image, bundle));
     }
     if rendered.is_empty() {
-        return Err("render: no bundles specified or no bundles could be rendered".into());
+        return Err(Error::Invalid(
+            "render: no bundles specified or no bundles could be rendered".into(),
+        ));
     }
     let (package, versions) = archetype_versions(&template, &rendered)
-        .map_err(|e| format!("render: unable to post-process bundle info: {e}"))?;
+        .map_err(|e| Error::Invalid(format!("render: unable to post-process bundle info: {e}")))?;
     let (channels, default_channel) = channels(&template, preference, &versions, &package);
     let mut pkg = Package {
         name: package.clone(),

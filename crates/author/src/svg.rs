@@ -6,6 +6,7 @@
 //! a total order and channels a natural row, so a general layered layout would only move
 //! bundles away from where an author expects them.
 use super::bundle_versions;
+use super::error::Error;
 use catalog::semver::{Range, Version};
 use catalog::{Channel, DeclarativeConfig, SCHEMA_BUNDLE, SCHEMA_CHANNEL, SCHEMA_PACKAGE, graph};
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -35,9 +36,9 @@ const KINDS: [(&str, &str, &str); 3] = [
 ];
 
 /// Draws every package of `dc` (or only `package`) as one SVG document.
-pub fn write_svg(dc: &DeclarativeConfig, package: Option<&str>) -> Result<String, String> {
+pub fn write_svg(dc: &DeclarativeConfig, package: Option<&str>) -> Result<String, Error> {
     let versions = Versions {
-        by_name: bundle_versions(dc)?,
+        by_name: bundle_versions(dc).map_err(Error::Invalid)?,
         zero: Version::parse("0.0.0").expect("a valid version"),
     };
     let deprecated = Deprecated::of(dc);

@@ -1,5 +1,6 @@
 //! Catalog templates (catalog-templates.md §1–2): choosing the template by its schema, the
 //! basic template, and turning an FBC back into a basic template.
+use super::error::Error;
 use super::semver_template;
 use catalog::decode::parse_documents;
 use catalog::json::canonical;
@@ -32,18 +33,21 @@ impl Kind {
     }
 
     /// The type named by the `schema` of the input's first document.
-    pub(crate) fn detect(input: &[u8]) -> Result<Kind, String> {
-        let first = first_document(input).map_err(|e| format!("decoding template input: {e}"))?;
+    pub(crate) fn detect(input: &[u8]) -> Result<Kind, Error> {
+        let first = first_document(input)
+            .map_err(|e| Error::Invalid(format!("decoding template input: {e}")))?;
         let schema = first
             .as_object()
             .and_then(|m| m.iter().find(|(k, _)| k.eq_ignore_ascii_case("schema")))
             .and_then(|(_, v)| v.as_str())
             .unwrap_or_default();
         match schema {
-            "" => Err("template input missing required 'schema' field".into()),
+            "" => Err(Error::Invalid(
+                "template input missing required 'schema' field".into(),
+            )),
             BASIC_SCHEMA => Ok(Kind::Basic),
             semver_template::SCHEMA => Ok(Kind::Semver),
-            other => Err(format!("unknown template schema: {other}")),
+            other => Err(Error::Invalid(format!("unknown template schema: {other}"))),
         }
     }
 
@@ -51,7 +55,7 @@ impl Kind {
         self,
         input: &[u8],
         render_bundle: &mut RenderBundle,
-    ) -> Result<DeclarativeConfig, String> {
+    ) -> Result<DeclarativeConfig, Error> {
         match self {
             Kind::Basic => render_basic(input, render_bundle),
             Kind::Semver => semver_template::render(input, render_bundle),
@@ -79,11 +83,13 @@ fn first_document(input: &[u8]) -> Result<Value, String> {
 fn render_basic(
     input: &[u8],
     render_bundle: &mut RenderBundle,
-) -> Result<DeclarativeConfig, String> {
-    let template = first_document(input).map_err(|e| format!("decoding template schema: {e}"))?;
+) -> Result<DeclarativeConfig, Error> {
+    let invalid = |message: String| Error::Invalid(message);
+    let template =
+        first_document(input).map_err(|e| invalid(format!("decoding template schema: {e}")))?;
     let map = template
         .as_object()
-        .ok_or("unmarshalling template: the template is not an object")?;
+        .ok_or_else(|| invalid("unmarshalling template: the template is not an object".into()))?;
     let field = |name: &str| {
         map.iter()
             .find(|(k, _)| k.eq_ignore_ascii_case(name))
@@ -91,17 +97,17 @@ fn render_basic(
     };
     let schema = field("schema").and_then(Value::as_str).unwrap_or_default();
     if schema != BASIC_SCHEMA {
-        return Err(format!(
+        return Err(invalid(format!(
             "template has unknown schema ({schema:?}), should be {BASIC_SCHEMA:?}"
-        ));
+        )));
     }
     let entries = match field("entries") {
         None | Some(Value::Null) => &Vec::new(),
         Some(Value::Array(entries)) => entries,
         Some(_) => {
-            return Err(
+            return Err(invalid(
                 "unmarshalling template: json: cannot unmarshal entries: not an array".into(),
-            );
+            ));
         }
     };
     let mut dc = DeclarativeConfig::default();
@@ -111,18 +117,20 @@ fn render_basic(
             .and_then(Value::as_str)
             .is_none_or(str::is_empty)
         {
-            return Err(format!(
+            return Err(invalid(format!(
                 "object '{}\n' is missing root schema field",
                 canonical(entry)
-            ));
+            )));
         }
         let text = canonical(entry);
         let docs = parse_documents("template entry", text.as_bytes()).map_err(|errors| {
-            errors
-                .into_iter()
-                .map(|e| e.message)
-                .collect::<Vec<_>>()
-                .join("\n")
+            invalid(
+                errors
+                    .into_iter()
+                    .map(|e| e.message)
+                    .collect::<Vec<_>>()
+                    .join("\n"),
+            )
         })?;
         for doc in docs {
             match doc {
@@ -133,9 +141,12 @@ fn render_basic(
                         && b.properties.is_empty()
                         && b.related_images.is_empty();
                     if !stub {
-                        return Err("unexpected fields present in basic template bundle".into());
+                        return Err(invalid(
+                            "unexpected fields present in basic template bundle".into(),
+                        ));
                     }
-                    dc.bundles.extend(render_bundle(&b.image)?);
+                    dc.bundles
+                        .extend(render_bundle(&b.image).map_err(Error::Bundle)?);
                 }
                 other => dc.push(other),
             }
@@ -167,8 +178,8 @@ struct BasicTemplate<'a> {
 
 /// An FBC stream (JSON or YAML documents) as a basic template: every document kept as it
 /// is, bundles reduced to their image. `yaml` picks the output form.
-pub fn convert_to_basic(input: &[u8], yaml: bool) -> Result<String, String> {
-    let docs = fbc_stream(input)?;
+pub fn convert_to_basic(input: &[u8], yaml: bool) -> Result<String, Error> {
+    let docs = fbc_stream(input).map_err(Error::Invalid)?;
     let entries = docs
         .iter()
         .map(|d| match d.get("schema").and_then(Value::as_str) {
@@ -184,7 +195,7 @@ pub fn convert_to_basic(input: &[u8], yaml: bool) -> Result<String, String> {
         entries,
     };
     if yaml {
-        let text = serde_yaml::to_string(&template).map_err(|e| e.to_string())?;
+        let text = serde_yaml::to_string(&template).map_err(|e| Error::Encode(e.to_string()))?;
         return Ok(format!("---\n{text}\n"));
     }
     let mut out = Vec::new();
@@ -192,9 +203,11 @@ pub fn convert_to_basic(input: &[u8], yaml: bool) -> Result<String, String> {
         &mut out,
         serde_json::ser::PrettyFormatter::with_indent(b"    "),
     );
-    template.serialize(&mut ser).map_err(|e| e.to_string())?;
+    template
+        .serialize(&mut ser)
+        .map_err(|e| Error::Encode(e.to_string()))?;
     out.push(b'\n');
-    String::from_utf8(out).map_err(|e| e.to_string())
+    String::from_utf8(out).map_err(|e| Error::Encode(e.to_string()))
 }
 
 /// The documents of a JSON stream (input starting with `{`) or a YAML stream, each checked

@@ -35,9 +35,9 @@ pub struct TemplateRequest<'a> {
 #[derive(Debug, thiserror::Error)]
 pub enum TemplateError {
     #[error("auto-detecting template type: {0}")]
-    Detect(String),
+    Detect(crate::Error),
     #[error("rendering template: {0}")]
-    Render(String),
+    Render(crate::Error),
     #[error("{0}")]
     Migrate(String),
     #[error("writing output: {0}")]
@@ -59,7 +59,7 @@ pub fn render_template(
     let mut dc = kind
         .render(request.input, &mut render_bundle)
         .map_err(TemplateError::Render)?;
-    migrate(&mut dc, request.level).map_err(TemplateError::Migrate)?;
+    migrate(&mut dc, request.level).map_err(|e| TemplateError::Migrate(e.to_string()))?;
     write_output(&dc, request.output).map_err(TemplateError::Write)
 }
 
@@ -73,7 +73,10 @@ fn write_output(dc: &DeclarativeConfig, output: TemplateOutput) -> Result<Vec<u8
                 v0_semantics: true,
                 ..Default::default()
             };
-            out = write_mermaid(dc, &options)?.text.into_bytes();
+            out = write_mermaid(dc, &options)
+                .map_err(|e| e.to_string())?
+                .text
+                .into_bytes();
         }
     }
     Ok(out)

@@ -1,6 +1,7 @@
 //! The template vectors of catalog-templates.md §6, with the spec's bundle-renderer stub in
 //! place of registry pulls (as upstream's tests do); the commands around them are tested
 //! end to end in tests/author.rs.
+use super::Error;
 use super::mermaid::{MermaidOptions, write_mermaid};
 use super::template::{Kind, convert_to_basic};
 use catalog::write::{write_json, write_yaml};
@@ -33,8 +34,9 @@ fn stub(image: &str) -> Result<Vec<Bundle>, String> {
 }
 
 fn render(input: &str) -> Result<DeclarativeConfig, String> {
-    let kind = Kind::detect(input.as_bytes())?;
+    let kind = Kind::detect(input.as_bytes()).map_err(|e| e.to_string())?;
     kind.render(input.as_bytes(), &mut stub)
+        .map_err(|e| e.to_string())
 }
 
 fn text(dc: &DeclarativeConfig, yaml: bool) -> String {
@@ -155,7 +157,9 @@ fn b2_basic_errors() {
     );
     assert_eq!(
         Kind::Basic.render(S1.as_bytes(), &mut stub).unwrap_err(),
-        r#"template has unknown schema ("olm.semver"), should be "olm.template.basic""#
+        Error::Invalid(
+            r#"template has unknown schema ("olm.semver"), should be "olm.template.basic""#.into()
+        )
     );
 }
 
@@ -163,15 +167,16 @@ fn b2_basic_errors() {
 fn b3_detection() {
     assert_eq!(
         Kind::detect(b"schema: olm.unknown\n").unwrap_err(),
-        "unknown template schema: olm.unknown"
+        Error::Invalid("unknown template schema: olm.unknown".into())
     );
     assert_eq!(
         Kind::detect(b"bundles: []\n").unwrap_err(),
-        "template input missing required 'schema' field"
+        Error::Invalid("template input missing required 'schema' field".into())
     );
     assert!(
         Kind::detect(b"schema: [unclosed\n")
             .unwrap_err()
+            .to_string()
             .starts_with("decoding template input: ")
     );
     assert_eq!(
@@ -483,7 +488,9 @@ fn s6_semver_errors() {
     );
     assert_eq!(
         Kind::Semver.render(B1.as_bytes(), &mut stub).unwrap_err(),
-        r#"render: unable to read file: error unmarshaling JSON: while decoding JSON: json: unknown field "entries""#
+        Error::Invalid(
+            r#"render: unable to read file: error unmarshaling JSON: while decoding JSON: json: unknown field "entries""#.into()
+        )
     );
     assert_eq!(
         err("Schema: olm.semver\nGenerateMajorChannels: yes\n"),

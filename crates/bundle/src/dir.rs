@@ -1,12 +1,12 @@
 //! A registry+v1 bundle directory (catalog-formats.md §C.1): `manifests/` and `metadata/`.
 use super::csv;
 use super::dependencies;
+use super::error::indented;
 use super::manifests::{self, Manifest};
 use super::metadata::{self, Metadata, REGISTRY_V1};
 use catalog::Gvk;
 use catalog::file::ReadLimits;
 use serde_json::Value;
-use std::fmt;
 use std::path::Path;
 
 /// A bundle directory as read: its metadata, and its objects in file order, exactly one of
@@ -22,23 +22,12 @@ pub struct BundleDir {
 }
 
 /// Everything wrong with one bundle.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("invalid bundle {bundle:?}:{}", indented(problems))]
 pub struct BundleError {
     pub bundle: String,
     pub problems: Vec<String>,
 }
-
-impl fmt::Display for BundleError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "invalid bundle {:?}:", self.bundle)?;
-        for p in &self.problems {
-            write!(f, "\n  {p}")?;
-        }
-        Ok(())
-    }
-}
-
-impl std::error::Error for BundleError {}
 
 /// Whether `path` is laid out as a bundle: both `manifests/` and `metadata/` directories.
 pub fn is_bundle_dir(path: &Path) -> bool {
@@ -57,8 +46,8 @@ impl BundleDir {
         };
         let metadata =
             metadata::read_dir(&path.join("metadata"), limits).map_err(|p| fail(vec![p]))?;
-        let objects =
-            manifests::read_objects(&path.join("manifests"), limits).map_err(|p| fail(vec![p]))?;
+        let objects = manifests::read_objects(&path.join("manifests"), limits)
+            .map_err(|e| fail(vec![e.to_string()]))?;
         let mut problems = Vec::new();
         let media_type = &metadata.annotations.media_type;
         if !media_type.is_empty() && media_type != REGISTRY_V1 {

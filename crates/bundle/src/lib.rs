@@ -9,10 +9,12 @@
 //! - [`migrate`] holds the FBC migrations (`--migrate-level`).
 //! - [`package_manifests`] and [`sqlite`] convert the legacy catalog formats (telling the
 //!   input kinds apart is [`source::disk`]'s).
+//! - [`Error`] says why any of them could not be read.
 pub mod content;
 pub mod csv;
 mod dependencies;
 pub mod dir;
+mod error;
 pub mod manifests;
 mod metadata;
 pub mod migrate;
@@ -20,3 +22,5 @@ pub mod package_manifests;
 pub mod render;
 pub mod sqlite;
 pub mod template;
+
+pub use error::{Error, PackageManifestError};

@@ -1,6 +1,7 @@
 //! The Kubernetes objects of a bundle (catalog-formats.md §C.5): reading a directory of
 //! manifests, the APIs a CRD provides, and the `olm.bundle.object` encoding of an object.
 use super::csv;
+use super::error::Error;
 use base64::Engine;
 use catalog::Gvk;
 use catalog::decode::yaml_to_json;
@@ -41,7 +42,7 @@ impl Manifest {
 /// name order, keeping the Kubernetes objects. Sub-directories and hidden files (whiteouts
 /// such as `.wh..wh..opq`) are not read; files that are not an object with a `kind` are
 /// skipped with a warning, as upstream does. Files are read within `limits`.
-pub fn read_objects(dir: &Path, limits: ReadLimits) -> Result<Vec<Manifest>, String> {
+pub fn read_objects(dir: &Path, limits: ReadLimits) -> Result<Vec<Manifest>, Error> {
     let mut objects = read_documents(dir, limits)?;
     objects.retain(|m| {
         let keep = !m.kind().is_empty();
@@ -56,7 +57,7 @@ pub fn read_objects(dir: &Path, limits: ReadLimits) -> Result<Vec<Manifest>, Str
 /// The first document of every regular, non-hidden file directly in `dir` that decodes to a
 /// JSON object, in file name order; undecodable files are skipped with a warning. Files are
 /// read within `limits`.
-pub(crate) fn read_documents(dir: &Path, limits: ReadLimits) -> Result<Vec<Manifest>, String> {
+pub(crate) fn read_documents(dir: &Path, limits: ReadLimits) -> Result<Vec<Manifest>, Error> {
     let mut docs = Vec::new();
     for file in regular_files(dir)? {
         let path = dir.join(&file);
@@ -77,27 +78,35 @@ pub(crate) fn read_documents(dir: &Path, limits: ReadLimits) -> Result<Vec<Manif
 
 /// A bundle file's bytes, never more than the catalog file cap (`--max-file-size`): a bundle
 /// image's manifest could otherwise be as large as the unpacked image.
-pub(super) fn read_file(path: &Path, limits: ReadLimits) -> Result<Vec<u8>, String> {
+pub(super) fn read_file(path: &Path, limits: ReadLimits) -> Result<Vec<u8>, Error> {
     use std::io::Read;
     let cap = limits.max_file_size;
     let mut data = Vec::new();
     std::fs::File::open(path)
         .and_then(|f| f.take(cap + 1).read_to_end(&mut data))
-        .map_err(|e| format!("reading {}: {e}", path.display()))?;
+        .map_err(|source| Error::ReadFile {
+            path: path.to_owned(),
+            source,
+        })?;
     if data.len() as u64 > cap {
-        return Err(format!("{}: {}", path.display(), limits.too_large()));
+        return Err(Error::TooLarge {
+            path: path.to_owned(),
+            limits,
+        });
     }
     Ok(data)
 }
 
 /// Names of the regular files (symlinks followed) directly in `dir` that do not start with
 /// `.`, sorted byte-wise as Go's directory reading sorts them; names need not be UTF-8.
-pub(super) fn regular_files(dir: &Path) -> Result<Vec<std::ffi::OsString>, String> {
-    let entries =
-        std::fs::read_dir(dir).map_err(|e| format!("reading directory {}: {e}", dir.display()))?;
+pub(super) fn regular_files(dir: &Path) -> Result<Vec<std::ffi::OsString>, Error> {
+    let unreadable = |source| Error::ReadDir {
+        path: dir.to_owned(),
+        source,
+    };
     let mut names = Vec::new();
-    for entry in entries {
-        let entry = entry.map_err(|e| format!("reading directory {}: {e}", dir.display()))?;
+    for entry in std::fs::read_dir(dir).map_err(unreadable)? {
+        let entry = entry.map_err(unreadable)?;
         let name = entry.file_name();
         if name.as_encoded_bytes().starts_with(b".") || !entry.path().is_file() {
             continue;

@@ -55,9 +55,9 @@ pub(crate) fn read_dir(dir: &Path, limits: ReadLimits) -> Result<Metadata, Strin
     let mut annotations = None;
     let mut dependencies = None;
     let mut properties = None;
-    for file in regular_files(dir)? {
+    for file in regular_files(dir).map_err(|e| e.to_string())? {
         let path = dir.join(&file);
-        let data = read_file(&path, limits)?;
+        let data = read_file(&path, limits).map_err(|e| e.to_string())?;
         let Ok(doc) = yaml_to_json(&data) else {
             tracing::debug!(file = %path.display(), "skipping an undecodable metadata file");
             continue;

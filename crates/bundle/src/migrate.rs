@@ -1,6 +1,7 @@
 //! FBC migrations (`--migrate-level`, `--migrate`; opm-cli.md §2): rewrites applied to a
 //! rendered catalog, in order, up to the level asked for.
 use super::csv::KIND as CSV_KIND;
+use super::error::Error;
 use catalog::json::canonical;
 use catalog::{Bundle, DeclarativeConfig, Property, property};
 use serde_json::{Map, Value};
@@ -42,7 +43,7 @@ impl FromStr for MigrationLevel {
 }
 
 /// Applies the migrations up to `level` to `dc`.
-pub fn migrate(dc: &mut DeclarativeConfig, level: MigrationLevel) -> Result<(), String> {
+pub fn migrate(dc: &mut DeclarativeConfig, level: MigrationLevel) -> Result<(), Error> {
     if level >= MigrationLevel::BundleObjectToCsvMetadata {
         for b in &mut dc.bundles {
             bundle_object_to_csv_metadata(b)?;
@@ -54,7 +55,7 @@ pub fn migrate(dc: &mut DeclarativeConfig, level: MigrationLevel) -> Result<(), 
 /// Bundles that have an image (so clients can pull the manifests) and a CSV among their
 /// objects, and no `olm.csv.metadata` yet, lose every `olm.bundle.object` and gain one
 /// `olm.csv.metadata` made from the CSV.
-fn bundle_object_to_csv_metadata(b: &mut Bundle) -> Result<(), String> {
+fn bundle_object_to_csv_metadata(b: &mut Bundle) -> Result<(), Error> {
     if b.image.is_empty()
         || b.properties
             .iter()
@@ -71,10 +72,12 @@ fn bundle_object_to_csv_metadata(b: &mut Bundle) -> Result<(), String> {
         let Ok(property::Typed::BundleObject { data }) = property::parse(p) else {
             continue;
         };
-        let text = property::decode_bundle_object(&data)
-            .map_err(|e| format!("bundle {:?}: olm.bundle.object: {e}", b.name))?;
-        let object: Value = serde_json::from_str(&text)
-            .map_err(|e| format!("bundle {:?}: olm.bundle.object: {e}", b.name))?;
+        let undecodable = |reason: String| Error::BundleObject {
+            bundle: b.name.clone(),
+            reason,
+        };
+        let text = property::decode_bundle_object(&data).map_err(undecodable)?;
+        let object: Value = serde_json::from_str(&text).map_err(|e| undecodable(e.to_string()))?;
         if object.get("kind").and_then(Value::as_str) == Some(CSV_KIND) {
             csv = Some(object);
             break;

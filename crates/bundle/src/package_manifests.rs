@@ -3,6 +3,7 @@
 //! its channel heads; every CSV below it is a bundle made of the CSV and the other objects of
 //! its directory; channels follow `spec.replaces` down from each head.
 use super::csv;
+use super::error::{Error, PackageManifestError};
 use super::manifests::{
     CRD_KIND, Manifest, crd_gvks, object_property, read_documents, regular_files,
 };
@@ -31,7 +32,7 @@ pub struct PackageManifest {
 
 /// Reads a package manifest from a decoded document; `None` if it is not one (no
 /// `packageName`), an error if it is one but malformed.
-pub fn package_manifest(doc: &Value) -> Option<Result<PackageManifest, String>> {
+pub fn package_manifest(doc: &Value) -> Option<Result<PackageManifest, PackageManifestError>> {
     let name = doc.get("packageName")?.as_str().filter(|n| !n.is_empty())?;
     let mut channels = Vec::new();
     let list = doc.get("channels").and_then(Value::as_array);
@@ -39,14 +40,17 @@ pub fn package_manifest(doc: &Value) -> Option<Result<PackageManifest, String>> 
         let field = |k: &str| csv::str_at(c, &format!("/{k}")).to_owned();
         let (channel, head) = (field("name"), field("currentCSV"));
         if channel.is_empty() || head.is_empty() {
-            return Some(Err(format!(
-                "package {name:?}: channels[{i}] must set name and currentCSV"
-            )));
+            return Some(Err(PackageManifestError::IncompleteChannel {
+                package: name.to_owned(),
+                index: i,
+            }));
         }
         channels.push((channel, head));
     }
     if channels.is_empty() {
-        return Some(Err(format!("package {name:?} has no channels")));
+        return Some(Err(PackageManifestError::NoChannels {
+            package: name.to_owned(),
+        }));
     }
     Some(Ok(PackageManifest {
         package_name: name.to_owned(),
@@ -133,7 +137,7 @@ pub struct Options {
 }
 
 /// Converts the tree at `root`.
-pub fn load(root: &Path, options: &Options) -> Result<DeclarativeConfig, String> {
+pub fn load(root: &Path, options: &Options) -> Result<DeclarativeConfig, Error> {
     let mut dirs = Vec::new();
     walk(root, root, options.limits, &mut dirs)?;
     // Each bundle belongs to the package manifest of its nearest enclosing directory.
@@ -179,11 +183,10 @@ pub fn load(root: &Path, options: &Options) -> Result<DeclarativeConfig, String>
         }
     }
     if !problems.is_empty() {
-        return Err(format!(
-            "invalid package manifests in {}:\n  {}",
-            root.display(),
-            problems.join("\n  ")
-        ));
+        return Err(Error::PackageManifests {
+            root: root.to_owned(),
+            problems,
+        });
     }
     Ok(dc)
 }
@@ -194,7 +197,7 @@ fn walk(
     dir: &Path,
     limits: ReadLimits,
     out: &mut Vec<DirContents>,
-) -> Result<(), String> {
+) -> Result<(), Error> {
     let rel = |file: &str| {
         dir.join(file)
             .strip_prefix(root)
@@ -204,12 +207,12 @@ fn walk(
     let mut package = None;
     for m in docs.iter().filter(|m| m.kind().is_empty()) {
         if let Some(parsed) = package_manifest(&m.object) {
-            let parsed = parsed.map_err(|e| format!("{}: {e}", rel(&m.file)))?;
+            let parsed = parsed.map_err(|source| Error::PackageManifest {
+                file: rel(&m.file),
+                source,
+            })?;
             if package.is_some() {
-                return Err(format!(
-                    "{}: a second package manifest in the same directory",
-                    rel(&m.file)
-                ));
+                return Err(Error::SecondPackageManifest { file: rel(&m.file) });
             }
             package = Some((rel(&m.file), parsed));
         }
@@ -239,7 +242,10 @@ fn walk(
         bundles,
     });
     let mut subdirs: Vec<PathBuf> = std::fs::read_dir(dir)
-        .map_err(|e| format!("reading directory {}: {e}", dir.display()))?
+        .map_err(|source| Error::ReadDir {
+            path: dir.to_owned(),
+            source,
+        })?
         .flatten()
         // Not following symlinked directories: a link to an ancestor would never end.
         .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))

@@ -3,6 +3,7 @@
 //! (`properties`, `dependencies`, `deprecated`, the graph columns of `operatorbundle`), so the
 //! reader asks the database what it has and falls back to the CSV or the API tables.
 use super::csv;
+use super::error::Error;
 use super::manifests::object_property;
 use super::metadata::Item;
 use super::render::{
@@ -58,10 +59,13 @@ struct Schema {
 }
 
 /// Converts the index database at `path`.
-pub fn load(path: &Path) -> Result<DeclarativeConfig, String> {
-    let at = |e: rusqlite::Error| format!("{}: {e}", path.display());
+pub fn load(path: &Path) -> Result<DeclarativeConfig, Error> {
+    let at = |source| Error::IndexDb {
+        path: path.to_owned(),
+        source,
+    };
     let db = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY).map_err(at)?;
-    let has_table = |name: &str| -> Result<bool, String> {
+    let has_table = |name: &str| -> Result<bool, Error> {
         db.query_row(
             "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1",
             [name],
@@ -73,10 +77,10 @@ pub fn load(path: &Path) -> Result<DeclarativeConfig, String> {
     };
     for required in ["package", "channel", "channel_entry", "operatorbundle"] {
         if !has_table(required)? {
-            return Err(format!(
-                "{}: not an operator registry index database (no table {required:?})",
-                path.display()
-            ));
+            return Err(Error::NotIndexDb {
+                path: path.to_owned(),
+                table: required,
+            });
         }
     }
     let columns = table_columns(&db, "operatorbundle").map_err(at)?;

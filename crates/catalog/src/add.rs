@@ -5,7 +5,7 @@
 //! skipRange); `Semver` mode ignores the CSV's replaces and slots the bundle between its
 //! nearest lower and higher versions in each channel. Either way the result must still be a
 //! valid catalog, or nothing changes.
-use super::model::Model;
+use super::model::{Model, ValidationError};
 use super::property;
 use super::semver::Version;
 use super::types::{Bundle, Channel, ChannelEntry, DeclarativeConfig, Package};
@@ -43,23 +43,61 @@ fn order(a: &Version, b: &Version) -> Ordering {
     a.cmp(b).then_with(|| a.build.cmp(&b.build))
 }
 
+/// Why a bundle cannot be added; the catalog is left as it was.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum AddError {
+    #[error("bundle {bundle:?} has no valid olm.package version")]
+    NoVersion { bundle: String },
+    #[error("bundle {bundle:?} names no channels")]
+    NoChannels { bundle: String },
+    #[error(
+        "bundle {bundle:?} is for package {package:?} but its olm.package property says {property:?}"
+    )]
+    OtherPackage {
+        bundle: String,
+        package: String,
+        property: String,
+    },
+    #[error("bundle {bundle:?} is already in package {package:?}")]
+    NamePresent { bundle: String, package: String },
+    /// opm's words, capital and all.
+    #[error("Bundle version {version} already added to index (as {existing:?})")]
+    VersionPresent { version: Version, existing: String },
+    #[error("bundle {bundle:?} replaces {replaces:?}, which is not in package {package:?}")]
+    ReplacesMissing {
+        bundle: String,
+        replaces: String,
+        package: String,
+    },
+    /// opm's wording for a new package whose default channel cannot be chosen.
+    #[error(
+        "Default channel is missing and can't be inferred: bundle {bundle:?} names several channels and no default"
+    )]
+    NoDefaultChannel { bundle: String },
+    /// Placed as asked, the catalog fails validation (a second head, a broken edge).
+    #[error("the catalog would not be valid after adding the bundle:\n{0}")]
+    Invalid(ValidationError),
+}
+
 /// Adds `new` to `dc`. On error `dc` is unchanged.
-pub fn add_bundle(dc: &mut DeclarativeConfig, new: NewBundle, mode: Mode) -> Result<(), String> {
+pub fn add_bundle(dc: &mut DeclarativeConfig, new: NewBundle, mode: Mode) -> Result<(), AddError> {
     let mut next = dc.clone();
     place(&mut next, new, mode)?;
-    Model::build(next.clone())
-        .map_err(|e| format!("the catalog would not be valid after adding the bundle:\n{e}"))?;
+    Model::build(next.clone()).map_err(AddError::Invalid)?;
     *dc = next;
     Ok(())
 }
 
-fn place(dc: &mut DeclarativeConfig, new: NewBundle, mode: Mode) -> Result<(), String> {
+fn place(dc: &mut DeclarativeConfig, new: NewBundle, mode: Mode) -> Result<(), AddError> {
     let b = &new.bundle;
     let pkg = b.package.clone();
-    let version = version_of(b)
-        .ok_or_else(|| format!("bundle {:?} has no valid olm.package version", b.name))?;
+    let version = version_of(b).ok_or_else(|| AddError::NoVersion {
+        bundle: b.name.clone(),
+    })?;
     if new.channels.is_empty() {
-        return Err(format!("bundle {:?} names no channels", b.name));
+        return Err(AddError::NoChannels {
+            bundle: b.name.clone(),
+        });
     }
     if let Some(p) = b.properties.iter().find_map(|p| match property::parse(p) {
         Ok(property::Typed::Package { package_name, .. }) if package_name != pkg => {
@@ -67,32 +105,37 @@ fn place(dc: &mut DeclarativeConfig, new: NewBundle, mode: Mode) -> Result<(), S
         }
         _ => None,
     }) {
-        return Err(format!(
-            "bundle {:?} is for package {pkg:?} but its olm.package property says {p:?}",
-            b.name
-        ));
+        return Err(AddError::OtherPackage {
+            bundle: b.name.clone(),
+            package: pkg,
+            property: p,
+        });
     }
     let existing: Vec<&Bundle> = dc.bundles.iter().filter(|x| x.package == pkg).collect();
     if existing.iter().any(|x| x.name == b.name) {
-        return Err(format!("bundle {:?} is already in package {pkg:?}", b.name));
+        return Err(AddError::NamePresent {
+            bundle: b.name.clone(),
+            package: pkg,
+        });
     }
     if let Some(same) = existing
         .iter()
         .find(|x| version_of(x).is_some_and(|v| order(&v, &version) == Ordering::Equal))
     {
-        return Err(format!(
-            "Bundle version {version} already added to index (as {:?})",
-            same.name
-        ));
+        return Err(AddError::VersionPresent {
+            version,
+            existing: same.name.clone(),
+        });
     }
     if mode == Mode::Replaces
         && !new.replaces.is_empty()
         && !existing.iter().any(|x| x.name == new.replaces)
     {
-        return Err(format!(
-            "bundle {:?} replaces {:?}, which is not in package {pkg:?}",
-            b.name, new.replaces
-        ));
+        return Err(AddError::ReplacesMissing {
+            bundle: b.name.clone(),
+            replaces: new.replaces.clone(),
+            package: pkg,
+        });
     }
     let highest = existing
         .iter()
@@ -145,10 +188,9 @@ fn place(dc: &mut DeclarativeConfig, new: NewBundle, mode: Mode) -> Result<(), S
                 (None, [only], _) => only.clone(),
                 (None, _, Mode::Semver) => new.channels.iter().min().cloned().unwrap_or_default(),
                 (None, _, Mode::Replaces) => {
-                    return Err(format!(
-                        "Default channel is missing and can't be inferred: bundle {:?} names several channels and no default",
-                        b.name
-                    ));
+                    return Err(AddError::NoDefaultChannel {
+                        bundle: b.name.clone(),
+                    });
                 }
             };
             dc.packages.push(Package {
@@ -288,7 +330,8 @@ mod tests {
                 new("foo.v1", "1.0.1", &["stable"], ""),
                 Mode::Replaces
             )
-            .unwrap_err(),
+            .unwrap_err()
+            .to_string(),
             "bundle \"foo.v1\" is already in package \"foo\""
         );
         assert_eq!(
@@ -297,7 +340,8 @@ mod tests {
                 new("foo.v3", "3.0.0", &["stable"], "foo.v2"),
                 Mode::Replaces
             )
-            .unwrap_err(),
+            .unwrap_err()
+            .to_string(),
             "bundle \"foo.v3\" replaces \"foo.v2\", which is not in package \"foo\""
         );
         assert_eq!(
@@ -306,13 +350,16 @@ mod tests {
                 new("foo.again", "1.0.0", &["stable"], ""),
                 Mode::Semver
             )
-            .unwrap_err(),
+            .unwrap_err()
+            .to_string(),
             "Bundle version 1.0.0 already added to index (as \"foo.v1\")"
         );
         let mut mismatch = new("foo.v2", "2.0.0", &["stable"], "foo.v1");
         mismatch.bundle.properties[0].value = r#"{"packageName":"bar","version":"2.0.0"}"#.into();
         assert_eq!(
-            add_bundle(&mut dc, mismatch, Mode::Replaces).unwrap_err(),
+            add_bundle(&mut dc, mismatch, Mode::Replaces)
+                .unwrap_err()
+                .to_string(),
             "bundle \"foo.v2\" is for package \"foo\" but its olm.package property says \"bar\""
         );
         // A second head is caught by validation.
@@ -321,7 +368,8 @@ mod tests {
             new("foo.v2", "2.0.0", &["stable"], ""),
             Mode::Replaces,
         )
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
         assert!(
             err.contains("multiple channel heads found in graph: foo.v1, foo.v2"),
             "{err}"

@@ -53,6 +53,8 @@ struct Node<'a> {
     messages: Vec<String>,
 }
 
+// Written by hand, not derived with thiserror: the message is a tree drawn over many lines
+// (sorted, with branch characters), which no format string can say.
 impl fmt::Display for ValidationError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mut root = Node::default();

@@ -1,6 +1,7 @@
 //! Building images without a container engine: one gzip tar layer made from directories, a
 //! config carrying the labels, an OCI manifest. The layer is reproducible (sorted entries,
 //! zero times and owners), so building the same content twice gives the same digests.
+use super::error::{Error, ErrorKind};
 use super::layout::digest_of;
 use flate2::Compression;
 use flate2::write::GzEncoder;
@@ -31,23 +32,19 @@ impl BuiltImage {
 pub fn build_image(
     contents: &[(&Path, &str)],
     labels: &BTreeMap<String, String>,
-) -> Result<BuiltImage, String> {
+) -> Result<BuiltImage, Error> {
     let mut tar = tar::Builder::new(Vec::new());
     tar.follow_symlinks(false);
     for (source, target) in contents {
         let target = target.trim_matches('/');
         append_dir(&mut tar, source, target)?;
     }
-    let tar = tar
-        .into_inner()
-        .map_err(|e| format!("building the layer: {e}"))?;
+    let tar = tar.into_inner().map_err(|e| io("building the layer", e))?;
     let diff_id = format!("sha256:{:x}", Sha256::digest(&tar));
     let mut gz = GzEncoder::new(Vec::new(), Compression::default());
     gz.write_all(&tar)
-        .map_err(|e| format!("compressing the layer: {e}"))?;
-    let layer = gz
-        .finish()
-        .map_err(|e| format!("compressing the layer: {e}"))?;
+        .map_err(|e| io("compressing the layer", e))?;
+    let layer = gz.finish().map_err(|e| io("compressing the layer", e))?;
     let config = json!({
         "architecture": "amd64",
         "os": "linux",
@@ -72,9 +69,14 @@ pub fn build_image(
     })
 }
 
-fn append_dir(tar: &mut tar::Builder<Vec<u8>>, dir: &Path, prefix: &str) -> Result<(), String> {
+/// Reading the contents or writing the layer failed; `what` says which.
+fn io(what: impl std::fmt::Display, e: std::io::Error) -> Error {
+    Error::new(ErrorKind::Io, format!("{what}: {e}"))
+}
+
+fn append_dir(tar: &mut tar::Builder<Vec<u8>>, dir: &Path, prefix: &str) -> Result<(), Error> {
     let mut entries: Vec<_> = std::fs::read_dir(dir)
-        .map_err(|e| format!("{}: {e}", dir.display()))?
+        .map_err(|e| io(dir.display(), e))?
         .filter_map(Result::ok)
         .collect();
     entries.sort_by_key(|e| e.file_name());
@@ -85,7 +87,7 @@ fn append_dir(tar: &mut tar::Builder<Vec<u8>>, dir: &Path, prefix: &str) -> Resu
     header.set_mtime(0);
     if !prefix.is_empty() {
         tar.append_data(&mut header, format!("{prefix}/"), std::io::empty())
-            .map_err(|e| format!("{}: {e}", dir.display()))?;
+            .map_err(|e| io(dir.display(), e))?;
     }
     for entry in entries {
         let path = entry.path();
@@ -95,18 +97,18 @@ fn append_dir(tar: &mut tar::Builder<Vec<u8>>, dir: &Path, prefix: &str) -> Resu
         } else {
             format!("{prefix}/{name}")
         };
-        let meta = std::fs::metadata(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let meta = std::fs::metadata(&path).map_err(|e| io(path.display(), e))?;
         if meta.is_dir() {
             append_dir(tar, &path, &in_image)?;
         } else {
-            let data = std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+            let data = std::fs::read(&path).map_err(|e| io(path.display(), e))?;
             let mut header = tar::Header::new_gnu();
             header.set_entry_type(tar::EntryType::Regular);
             header.set_mode(0o644);
             header.set_size(data.len() as u64);
             header.set_mtime(0);
             tar.append_data(&mut header, &in_image, data.as_slice())
-                .map_err(|e| format!("{}: {e}", path.display()))?;
+                .map_err(|e| io(path.display(), e))?;
         }
     }
     Ok(())

@@ -46,7 +46,7 @@ struct BlobSink {
 
 impl BlobSink {
     fn start(layout: &Layout) -> Result<BlobSink, String> {
-        let mut file = layout.temp_blob()?;
+        let mut file = layout.temp_blob().map_err(|e| e.message)?;
         let (batches, mut incoming) = mpsc::channel::<Vec<Bytes>>(QUEUE);
         let thread = tokio::task::spawn_blocking(move || {
             let mut hasher = Sha256::new();
@@ -119,8 +119,9 @@ fn fatal(message: String) -> Error {
     Error::new(ErrorKind::InvalidContent, message)
 }
 
-fn local(message: String) -> Error {
-    Error::new(ErrorKind::Io, message)
+/// The layout's files, whatever the layout's own error says.
+fn local(message: impl std::fmt::Display) -> Error {
+    Error::new(ErrorKind::Io, message.to_string())
 }
 
 impl Registry {

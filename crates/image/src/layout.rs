@@ -16,6 +16,11 @@
 //!   checked: the check is recorded in `.verified/<hex>` with the file's size and mtime, and
 //!   redone whenever those change (a truncated or rewritten blob), so a rerun hashes only what
 //!   changed. A blob that fails is removed and fetched again.
+//!
+//! Errors are [`Error`]s of the kind the failure is: `Io` for the files themselves,
+//! `InvalidContent` for what they hold (a corrupt blob, a bad digest, a malformed index),
+//! `NotFound` for a directory that is no layout or an image it does not hold.
+use super::error::{Error, ErrorKind};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use std::fs;
@@ -40,17 +45,22 @@ pub struct Layout {
     _writing: Option<fs::File>,
 }
 
-fn io_err(path: &Path, e: io::Error) -> String {
-    format!("{}: {e}", path.display())
+fn io_err(path: &Path, e: io::Error) -> Error {
+    Error::new(ErrorKind::Io, format!("{}: {e}", path.display()))
+}
+
+/// What a layout holds that is not what it should be.
+fn invalid(message: String) -> Error {
+    Error::new(ErrorKind::InvalidContent, message)
 }
 
 /// `sha256:<64 hex>` → the hex part, refusing anything else (it becomes a file name).
-fn sha256_hex(digest: &str) -> Result<&str, String> {
+fn sha256_hex(digest: &str) -> Result<&str, Error> {
     match digest.strip_prefix("sha256:") {
         Some(hex) if hex.len() == 64 && hex.bytes().all(|b| b.is_ascii_hexdigit()) => Ok(hex),
-        _ => Err(format!(
+        _ => Err(invalid(format!(
             "unsupported digest {digest:?} (expected sha256:<64 hex digits>)"
-        )),
+        ))),
     }
 }
 
@@ -60,7 +70,7 @@ pub fn digest_of(data: &[u8]) -> String {
 
 /// A temporary file in `dir` with the mode of any other file we create (0666 less the umask;
 /// tempfile's default is 0600).
-fn temp_file(dir: &Path) -> Result<tempfile::NamedTempFile, String> {
+fn temp_file(dir: &Path) -> Result<tempfile::NamedTempFile, Error> {
     let mut builder = tempfile::Builder::new();
     #[cfg(unix)]
     builder.permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666));
@@ -68,7 +78,7 @@ fn temp_file(dir: &Path) -> Result<tempfile::NamedTempFile, String> {
 }
 
 /// Flushes a directory's entries (new names, renames) to the disk.
-fn sync_dir(dir: &Path) -> Result<(), String> {
+fn sync_dir(dir: &Path) -> Result<(), Error> {
     fs::File::open(dir)
         .and_then(|d| d.sync_all())
         .map_err(|e| io_err(dir, e))
@@ -76,7 +86,7 @@ fn sync_dir(dir: &Path) -> Result<(), String> {
 
 /// Flushes a finished temporary file and renames it to `path`; the name never points at
 /// bytes the disk may not have.
-fn persist(tmp: tempfile::NamedTempFile, path: &Path) -> Result<fs::File, String> {
+fn persist(tmp: tempfile::NamedTempFile, path: &Path) -> Result<fs::File, Error> {
     tmp.as_file()
         .sync_all()
         .map_err(|e| io_err(tmp.path(), e))?;
@@ -84,7 +94,7 @@ fn persist(tmp: tempfile::NamedTempFile, path: &Path) -> Result<fs::File, String
 }
 
 /// Replaces `path` with `data` in one step: an interrupted write leaves the previous file.
-pub fn replace_file(path: &Path, data: &[u8]) -> Result<(), String> {
+pub fn replace_file(path: &Path, data: &[u8]) -> Result<(), Error> {
     let dir = path.parent().unwrap_or(Path::new("."));
     let mut tmp = temp_file(dir)?;
     tmp.write_all(data).map_err(|e| io_err(path, e))?;
@@ -93,20 +103,23 @@ pub fn replace_file(path: &Path, data: &[u8]) -> Result<(), String> {
 }
 
 /// Reads at most `max` bytes of `path`, failing when there are more.
-fn read_capped(path: &Path, max: u64) -> Result<Vec<u8>, String> {
+fn read_capped(path: &Path, max: u64) -> Result<Vec<u8>, Error> {
     let file = fs::File::open(path).map_err(|e| io_err(path, e))?;
     let mut data = Vec::new();
     file.take(max + 1)
         .read_to_end(&mut data)
         .map_err(|e| io_err(path, e))?;
     if data.len() as u64 > max {
-        return Err(format!("{}: larger than {max} bytes", path.display()));
+        return Err(invalid(format!(
+            "{}: larger than {max} bytes",
+            path.display()
+        )));
     }
     Ok(data)
 }
 
 /// The digest of a file's content, read as a stream.
-fn hash_file(path: &Path) -> Result<String, String> {
+fn hash_file(path: &Path) -> Result<String, Error> {
     let mut file = fs::File::open(path).map_err(|e| io_err(path, e))?;
     let mut hasher = Sha256::new();
     io::copy(&mut file, &mut hasher).map_err(|e| io_err(path, e))?;
@@ -126,7 +139,7 @@ fn stamp(meta: &fs::Metadata) -> String {
 impl Layout {
     /// Opens a layout for writing, creating an empty one when the directory is new, and
     /// removes what interrupted runs left when no other process has it open.
-    pub fn create(root: &Path) -> Result<Layout, String> {
+    pub fn create(root: &Path) -> Result<Layout, Error> {
         let blobs = root.join("blobs/sha256");
         fs::create_dir_all(&blobs).map_err(|e| io_err(root, e))?;
         let lock = fs::File::open(root).map_err(|e| io_err(root, e))?;
@@ -158,11 +171,14 @@ impl Layout {
     }
 
     /// Opens an existing layout for reading.
-    pub fn open(root: &Path) -> Result<Layout, String> {
+    pub fn open(root: &Path) -> Result<Layout, Error> {
         if !root.join("oci-layout").is_file() {
-            return Err(format!(
-                "{}: not an OCI image layout (no oci-layout file)",
-                root.display()
+            return Err(Error::new(
+                ErrorKind::NotFound,
+                format!(
+                    "{}: not an OCI image layout (no oci-layout file)",
+                    root.display()
+                ),
             ));
         }
         Ok(Layout {
@@ -175,17 +191,17 @@ impl Layout {
         &self.root
     }
 
-    pub fn blob_path(&self, digest: &str) -> Result<PathBuf, String> {
+    pub fn blob_path(&self, digest: &str) -> Result<PathBuf, Error> {
         Ok(self.root.join("blobs/sha256").join(sha256_hex(digest)?))
     }
 
-    fn record_path(&self, digest: &str) -> Result<PathBuf, String> {
+    fn record_path(&self, digest: &str) -> Result<PathBuf, Error> {
         Ok(self.root.join(".verified").join(sha256_hex(digest)?))
     }
 
     /// Whether the layout holds the blob `digest` (of `size` bytes, when known), intact: see
     /// the module comment. A blob that is not is removed, so that it is fetched again.
-    pub fn holds(&self, digest: &str, size: Option<u64>) -> Result<bool, String> {
+    pub fn holds(&self, digest: &str, size: Option<u64>) -> Result<bool, Error> {
         let path = self.blob_path(digest)?;
         let Ok(meta) = fs::symlink_metadata(&path) else {
             return Ok(false);
@@ -227,26 +243,26 @@ impl Layout {
     }
 
     /// Hashes a blob as a stream and compares it with its digest.
-    pub(crate) fn verify_blob(&self, digest: &str) -> Result<(), String> {
+    pub(crate) fn verify_blob(&self, digest: &str) -> Result<(), Error> {
         let actual = hash_file(&self.blob_path(digest)?)?;
         if actual != digest {
-            return Err(format!(
+            return Err(invalid(format!(
                 "blob {digest} in {} is corrupt (content is {actual})",
                 self.root.display()
-            ));
+            )));
         }
         Ok(())
     }
 
     /// Writes a blob from a stream, verifying it against `digest` before it becomes visible.
-    pub(crate) fn ingest_blob(&self, digest: &str, mut data: impl Read) -> Result<PathBuf, String> {
+    pub(crate) fn ingest_blob(&self, digest: &str, mut data: impl Read) -> Result<PathBuf, Error> {
         let mut tmp = self.temp_blob()?;
         let mut hasher = Sha256::new();
         let mut buf = vec![0u8; 256 << 10];
         loop {
             let n = data
                 .read(&mut buf)
-                .map_err(|e| format!("reading blob {digest}: {e}"))?;
+                .map_err(|e| Error::new(ErrorKind::Io, format!("reading blob {digest}: {e}")))?;
             if n == 0 {
                 break;
             }
@@ -256,16 +272,16 @@ impl Layout {
         }
         let actual = format!("sha256:{:x}", hasher.finalize());
         if actual != digest {
-            return Err(format!(
+            return Err(invalid(format!(
                 "blob {digest} does not match its digest (content is {actual})"
-            ));
+            )));
         }
         self.adopt_verified_blob(digest, tmp)
     }
 
     /// A temporary file beside the blobs, for a download that is moved into place once
     /// verified.
-    pub(crate) fn temp_blob(&self) -> Result<tempfile::NamedTempFile, String> {
+    pub(crate) fn temp_blob(&self) -> Result<tempfile::NamedTempFile, Error> {
         temp_file(&self.root.join("blobs/sha256"))
     }
 
@@ -274,7 +290,7 @@ impl Layout {
         &self,
         digest: &str,
         tmp: tempfile::NamedTempFile,
-    ) -> Result<PathBuf, String> {
+    ) -> Result<PathBuf, Error> {
         let path = self.blob_path(digest)?;
         let file = persist(tmp, &path)?;
         if let Ok(meta) = file.metadata() {
@@ -283,7 +299,7 @@ impl Layout {
         Ok(path)
     }
 
-    pub fn write_blob(&self, data: &[u8]) -> Result<String, String> {
+    pub fn write_blob(&self, data: &[u8]) -> Result<String, Error> {
         let digest = digest_of(data);
         if !self.holds(&digest, Some(data.len() as u64))? {
             self.ingest_blob(&digest, data)?;
@@ -293,27 +309,27 @@ impl Layout {
 
     /// Reads a small blob (a manifest, a config) whole, refusing one larger than `max`, and
     /// verifies its digest.
-    pub fn read_blob(&self, digest: &str, max: u64) -> Result<Vec<u8>, String> {
+    pub fn read_blob(&self, digest: &str, max: u64) -> Result<Vec<u8>, Error> {
         let path = self.blob_path(digest)?;
         let data = read_capped(&path, max)?;
         let actual = digest_of(&data);
         if actual != digest {
-            return Err(format!(
+            return Err(invalid(format!(
                 "blob {digest} in {} is corrupt (content is {actual})",
                 self.root.display()
-            ));
+            )));
         }
         Ok(data)
     }
 
-    fn index(&self) -> Result<Value, String> {
+    fn index(&self) -> Result<Value, Error> {
         let path = self.root.join("index.json");
         let text = read_capped(&path, MAX_INDEX_BYTES)?;
-        serde_json::from_slice(&text).map_err(|e| format!("{}: {e}", path.display()))
+        serde_json::from_slice(&text).map_err(|e| invalid(format!("{}: {e}", path.display())))
     }
 
     /// Replaces index.json once every blob it may name is on the disk.
-    fn write_index(&self, index: &Value) -> Result<(), String> {
+    fn write_index(&self, index: &Value) -> Result<(), Error> {
         sync_dir(&self.root.join("blobs/sha256"))?;
         replace_file(&self.root.join("index.json"), index.to_string().as_bytes())
     }
@@ -324,7 +340,7 @@ impl Layout {
         manifest: &[u8],
         media_type: &str,
         tag: Option<&str>,
-    ) -> Result<String, String> {
+    ) -> Result<String, Error> {
         let digest = self.write_blob(manifest)?;
         let mut index = self.index()?;
         let entry = json!({
@@ -335,7 +351,7 @@ impl Layout {
         });
         let manifests = index["manifests"]
             .as_array_mut()
-            .ok_or("index.json has no manifests list")?;
+            .ok_or_else(|| invalid("index.json has no manifests list".to_owned()))?;
         if let Some(tag) = tag {
             manifests.retain(|m| m["annotations"][REF_NAME].as_str() != Some(tag));
         }
@@ -345,7 +361,7 @@ impl Layout {
     }
 
     /// The (digest, media type) of the manifest named `tag`, or of the only one.
-    pub fn find_manifest(&self, tag: Option<&str>) -> Result<(String, String), String> {
+    pub fn find_manifest(&self, tag: Option<&str>) -> Result<(String, String), Error> {
         let index = self.index()?;
         let manifests = index["manifests"].as_array().cloned().unwrap_or_default();
         let found: Vec<&Value> = match tag {
@@ -360,14 +376,20 @@ impl Layout {
                 one["digest"].as_str().unwrap_or_default().to_owned(),
                 one["mediaType"].as_str().unwrap_or_default().to_owned(),
             )),
-            ([], Some(tag)) => Err(format!("{}: no image tagged {tag:?}", self.root.display())),
-            ([], None) => Err(format!(
-                "{}: the layout holds no image",
-                self.root.display()
+            ([], Some(tag)) => Err(Error::new(
+                ErrorKind::NotFound,
+                format!("{}: no image tagged {tag:?}", self.root.display()),
             )),
-            (_, _) => Err(format!(
-                "{}: the layout holds several images; name one with oci:DIR:TAG",
-                self.root.display()
+            ([], None) => Err(Error::new(
+                ErrorKind::NotFound,
+                format!("{}: the layout holds no image", self.root.display()),
+            )),
+            (_, _) => Err(Error::new(
+                ErrorKind::Other,
+                format!(
+                    "{}: the layout holds several images; name one with oci:DIR:TAG",
+                    self.root.display()
+                ),
             )),
         }
     }
@@ -388,7 +410,7 @@ mod tests {
         );
         assert_eq!(layout.read_blob(&d, 5).unwrap(), b"hello");
         assert_eq!(
-            layout.read_blob(&d, 4).unwrap_err(),
+            layout.read_blob(&d, 4).unwrap_err().message,
             format!(
                 "{}: larger than 4 bytes",
                 layout.blob_path(&d).unwrap().display()
@@ -396,7 +418,10 @@ mod tests {
         );
         let wrong = "sha256:0000000000000000000000000000000000000000000000000000000000000000";
         assert_eq!(
-            layout.ingest_blob(wrong, &b"hello"[..]).unwrap_err(),
+            layout
+                .ingest_blob(wrong, &b"hello"[..])
+                .unwrap_err()
+                .message,
             format!("blob {wrong} does not match its digest (content is {d})")
         );
         assert!(!layout.holds(wrong, None).unwrap());
@@ -422,12 +447,14 @@ mod tests {
             layout
                 .find_manifest(None)
                 .unwrap_err()
+                .message
                 .ends_with("name one with oci:DIR:TAG")
         );
         assert!(
             layout
                 .find_manifest(Some("v3"))
                 .unwrap_err()
+                .message
                 .ends_with("no image tagged \"v3\"")
         );
 
@@ -436,6 +463,7 @@ mod tests {
             layout
                 .read_blob(&d, 100)
                 .unwrap_err()
+                .message
                 .contains("is corrupt")
         );
         assert!(Layout::open(&dir.path().join("nope")).is_err());

@@ -165,14 +165,16 @@ where
     .await
 }
 
-/// Local files (the cache, a layout): their messages name the file.
-fn local(message: String) -> Error {
-    Error::new(ErrorKind::Io, message)
+/// Local files (the cache, a layout): their messages name the file. A layout's own error
+/// counts as one of these here, whatever its kind.
+fn local(message: impl std::fmt::Display) -> Error {
+    Error::new(ErrorKind::Io, message.to_string())
 }
 
-/// A layout or image whose content is not what it should be.
-fn invalid(message: String) -> Error {
-    Error::new(ErrorKind::InvalidContent, message)
+/// A layout or image whose content is not what it should be. A layout that cannot be
+/// pulled, for whatever reason, is reported as this: it is what the reference names.
+fn invalid(message: impl std::fmt::Display) -> Error {
+    Error::new(ErrorKind::InvalidContent, message.to_string())
 }
 
 impl Registry {
@@ -238,7 +240,7 @@ impl Registry {
             manifests: Box::new(manifests),
             platform,
             credentials: Credentials::load(opts.registry_config.as_deref())?,
-            cache: Layout::create(&opts.cache_dir)?,
+            cache: Layout::create(&opts.cache_dir).map_err(|e| e.message)?,
         })
     }
 
@@ -251,7 +253,7 @@ impl Registry {
         match image {
             ImageRef::Registry(r) => self.pull_remote(r).await,
             ImageRef::Layout { dir, tag } => {
-                let layout = Layout::open(dir).map_err(|e| Error::new(ErrorKind::NotFound, e))?;
+                let layout = Layout::open(dir)?;
                 pull_layout(&layout, tag.as_deref()).map_err(invalid)
             }
         }
@@ -487,12 +489,13 @@ fn labels_of(config: &[u8]) -> Result<BTreeMap<String, String>, String> {
         .unwrap_or_default())
 }
 
-fn pull_layout(layout: &Layout, tag: Option<&str>) -> Result<Pulled, String> {
+fn pull_layout(layout: &Layout, tag: Option<&str>) -> Result<Pulled, Error> {
     let (digest, _) = layout.find_manifest(tag)?;
     let manifest: OciImageManifest =
         serde_json::from_slice(&layout.read_blob(&digest, MAX_MANIFEST_BYTES)?)
-            .map_err(|e| format!("manifest {digest}: {e}"))?;
-    let labels = labels_of(&layout.read_blob(&manifest.config.digest, MAX_CONFIG_BYTES)?)?;
+            .map_err(|e| invalid(format!("manifest {digest}: {e}")))?;
+    let labels = labels_of(&layout.read_blob(&manifest.config.digest, MAX_CONFIG_BYTES)?)
+        .map_err(invalid)?;
     let layers = manifest
         .layers
         .iter()

@@ -3,35 +3,37 @@
 //! `index.json` under its destination (`<repository>:<tag>`), plus `mirror-plan.json`, the
 //! plan that disk-to-mirror follows without reaching any source registry. A later run into
 //! the same directory adds only the blobs it lacks and replaces the plan.
+use super::error::Error;
 use super::plan::Plan;
 use image::layout::{Layout, replace_file};
 use std::path::Path;
 
 pub(crate) const PLAN_FILE: &str = "mirror-plan.json";
 
-pub(crate) fn create(dir: &Path) -> Result<Layout, String> {
-    Layout::create(dir)
+pub(crate) fn create(dir: &Path) -> Result<Layout, Error> {
+    Ok(Layout::create(dir)?)
 }
 
-pub(crate) fn open(dir: &Path) -> Result<(Layout, Plan), String> {
+pub(crate) fn open(dir: &Path) -> Result<(Layout, Plan), Error> {
     let layout = Layout::open(dir)?;
     let path = dir.join(PLAN_FILE);
-    let text = std::fs::read(&path).map_err(|e| {
-        format!(
-            "{}: {e} (is this a directory written by `mirror --to file://…`?)",
-            path.display()
-        )
-    })?;
-    let plan = serde_json::from_slice(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+    let text = match std::fs::read(&path) {
+        Ok(text) => text,
+        Err(source) => return Err(Error::NoPlan { path, source }),
+    };
+    let plan = serde_json::from_slice(&text).map_err(|source| Error::Plan { path, source })?;
     Ok((layout, plan))
 }
 
 /// Records the plan once its images are in the layout (whose index.json is on the disk by
 /// then); an interrupted write leaves the previous plan.
-pub(crate) fn write_plan(dir: &Path, plan: &Plan) -> Result<(), String> {
+pub(crate) fn write_plan(dir: &Path, plan: &Plan) -> Result<(), Error> {
     let path = dir.join(PLAN_FILE);
-    let text = serde_json::to_vec_pretty(plan).map_err(|e| format!("{}: {e}", path.display()))?;
-    replace_file(&path, &text)
+    let text = serde_json::to_vec_pretty(plan).map_err(|source| Error::Plan {
+        path: path.clone(),
+        source,
+    })?;
+    Ok(replace_file(&path, &text)?)
 }
 
 /// The name an image is listed under in the archive's index.json.
@@ -65,9 +67,15 @@ mod tests {
         assert!(
             open(other.path())
                 .unwrap_err()
+                .to_string()
                 .contains("not an OCI image layout")
         );
         create(other.path()).unwrap();
-        assert!(open(other.path()).unwrap_err().contains("mirror-plan.json"));
+        assert!(
+            open(other.path())
+                .unwrap_err()
+                .to_string()
+                .contains("mirror-plan.json")
+        );
     }
 }

@@ -4,6 +4,7 @@
 //!
 //! Unknown fields are errors (a misspelt `minVersion` would silently mirror everything), and
 //! every problem is reported at once, each with its path in the file.
+use super::error::Error;
 use catalog::semver::Version;
 use serde::Deserialize;
 
@@ -82,17 +83,20 @@ pub(crate) struct BlockedImage {
 
 impl ImageSetConfiguration {
     /// Parses and checks a configuration; the error lists every problem found.
-    pub(crate) fn parse(file: &str, text: &str) -> Result<ImageSetConfiguration, String> {
+    pub(crate) fn parse(file: &str, text: &str) -> Result<ImageSetConfiguration, Error> {
         let config: ImageSetConfiguration =
-            serde_yaml::from_str(text).map_err(|e| format!("{file}: {e}"))?;
+            serde_yaml::from_str(text).map_err(|source| Error::ConfigSyntax {
+                file: file.to_owned(),
+                source,
+            })?;
         let problems = config.problems();
         if problems.is_empty() {
             Ok(config)
         } else {
-            Err(format!(
-                "{file}: invalid ImageSetConfiguration:\n  {}",
-                problems.join("\n  ")
-            ))
+            Err(Error::Config {
+                file: file.to_owned(),
+                problems,
+            })
         }
     }
 
@@ -257,7 +261,9 @@ mod tests {
   - name: '(unclosed'
 "
         );
-        let err = ImageSetConfiguration::parse("isc.yaml", &text).unwrap_err();
+        let err = ImageSetConfiguration::parse("isc.yaml", &text)
+            .unwrap_err()
+            .to_string();
         assert_eq!(
             err,
             "isc.yaml: invalid ImageSetConfiguration:
@@ -277,15 +283,16 @@ mod tests {
             "isc.yaml",
             &format!("{HEAD}mirror:\n  operators:\n  - catalog: c\n    packages:\n    - name: a\n      minVersoin: 1.0.0\n"),
         )
-        .unwrap_err();
+        .unwrap_err().to_string();
         assert!(
             err.starts_with(
                 "isc.yaml: mirror.operators[0].packages[0]: unknown field `minVersoin`"
             ),
             "{err}"
         );
-        let err =
-            ImageSetConfiguration::parse("isc.yaml", "kind: Other\napiVersion: v1\n").unwrap_err();
+        let err = ImageSetConfiguration::parse("isc.yaml", "kind: Other\napiVersion: v1\n")
+            .unwrap_err()
+            .to_string();
         assert_eq!(
             err,
             "isc.yaml: invalid ImageSetConfiguration:

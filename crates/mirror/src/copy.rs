@@ -239,10 +239,7 @@ impl Copier {
         match from.reference(digest) {
             Some(r) => retry(|| self.registry.get_manifest(&r)).await,
             None => {
-                let body = self
-                    .layout()?
-                    .read_blob(digest, MAX_MANIFEST_BYTES)
-                    .map_err(fatal)?;
+                let body = self.layout()?.read_blob(digest, MAX_MANIFEST_BYTES)?;
                 let media_type = image::remote::manifest_media_type(&body).map_err(fatal)?;
                 Ok((Bytes::from(body), media_type))
             }
@@ -312,7 +309,6 @@ impl Copier {
                 tokio::task::spawn_blocking(move || layout.holds(&digest, Some(size)))
                     .await
                     .map_err(|e| fatal(format!("checking blob: {e}")))?
-                    .map_err(fatal)
             }
         }
     }
@@ -411,10 +407,7 @@ impl Copier {
         let (source, hash_here) = match from.reference(digest) {
             // The registry client checks the digest as the bytes arrive.
             Some(r) => (self.registry.blob_stream(&r, digest, size).await?, false),
-            None => (
-                file_stream(self.layout()?.blob_path(digest).map_err(fatal)?),
-                true,
-            ),
+            None => (file_stream(self.layout()?.blob_path(digest)?), true),
         };
         let guarded: BlobStream = Box::pin(Guarded {
             inner: source,
@@ -440,11 +433,9 @@ impl Copier {
             Location::Layout => {
                 let layout = self.layout()?;
                 for (_, body, _) in children {
-                    layout.write_blob(body).map_err(fatal)?;
+                    layout.write_blob(body)?;
                 }
-                layout
-                    .add_manifest(&top.1, &top.2, Some(&job.tag))
-                    .map_err(fatal)?;
+                layout.add_manifest(&top.1, &top.2, Some(&job.tag))?;
             }
             to => {
                 for (digest, body, media_type) in children.iter().chain([top]) {

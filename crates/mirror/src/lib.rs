@@ -1,13 +1,15 @@
 //! Mirroring catalogs and the images they reference (issue #5): the ImageSetConfiguration
 //! that says what to mirror ([`config`]), the graph-correct [`filter`], the [`plan`], the
 //! [`copy`], the disk [`archive`], the cluster resources ([`outputs`]), and [`run`], which
-//! does a whole workflow ([`workflow`]).
+//! does a whole workflow ([`workflow`]) or says why it stopped ([`Error`]).
 mod archive;
 pub mod config;
 mod copy;
+mod error;
 pub mod filter;
 mod outputs;
 mod plan;
 mod workflow;
 
+pub use error::Error;
 pub use workflow::{Options, run};

@@ -9,6 +9,7 @@
 //! the source path, else the one repository; sets are split into `operator` and `generic`
 //! (additional images) objects; keys come out sorted. Unlike oc-mirror there is no
 //! `createdAt` annotation, so that the same mirror writes the same files.
+use super::error::Error;
 use super::plan::{ImageKind, Plan, PlannedImage, parse_reference};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
@@ -23,7 +24,7 @@ pub(crate) fn write_all(
     root: &str,
     workspace: &Path,
     icsp: bool,
-) -> Result<Vec<PathBuf>, String> {
+) -> Result<Vec<PathBuf>, Error> {
     let mut files: Vec<(String, String)> = Vec::new();
     let resources = |name: &str| format!("{RESOURCES_DIR}/{name}");
     if icsp {
@@ -78,9 +79,9 @@ pub(crate) fn write_all(
     for (rel, text) in files {
         let path = workspace.join(rel);
         if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+            std::fs::create_dir_all(dir).map_err(Error::io(dir.display()))?;
         }
-        std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))?;
+        std::fs::write(&path, text).map_err(Error::io(path.display()))?;
         written.push(path);
     }
     Ok(written)
@@ -120,13 +121,13 @@ fn annotations() -> Value {
     json!({"createdBy": concat!("olm-registry ", env!("CARGO_PKG_VERSION"))})
 }
 
-fn to_yaml(v: &Value) -> Result<String, String> {
-    serde_yaml::to_string(v).map_err(|e| format!("writing YAML: {e}"))
+fn to_yaml(v: &Value) -> Result<String, Error> {
+    serde_yaml::to_string(v).map_err(Error::Yaml)
 }
 
 /// (source, mirror) scopes of one image: the namespace when the destination path ends with
 /// the source path, else the repository.
-fn scopes(image: &PlannedImage, root: &str) -> Result<(String, String), String> {
+fn scopes(image: &PlannedImage, root: &str) -> Result<(String, String), Error> {
     let source = parse_reference(&image.source)?;
     let dest = parse_reference(&image.destination(root))?;
     let (src_path, dst_path) = (source.repository(), dest.repository());
@@ -147,7 +148,7 @@ fn scopes(image: &PlannedImage, root: &str) -> Result<(String, String), String> 
     }
 }
 
-fn mirror_sets(plan: &Plan, root: &str, mode: Mode) -> Result<Option<String>, String> {
+fn mirror_sets(plan: &Plan, root: &str, mode: Mode) -> Result<Option<String>, Error> {
     // category → source → mirrors
     let mut by_category: BTreeMap<&str, BTreeMap<String, Vec<String>>> = BTreeMap::new();
     for image in &plan.images {

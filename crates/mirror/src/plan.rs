@@ -8,6 +8,7 @@
 //! untagged manifests keep it; a catalog goes to `targetCatalog` (else its source path) with
 //! `targetTag` (else its source tag, else `sha256-<hex of the rebuilt catalog>`).
 use super::config::{AdditionalImage, BlockedImage, Operators};
+use super::error::Error;
 use catalog::DeclarativeConfig;
 use image::{Registry, build_image, layout::Layout};
 use oci_client::Reference;
@@ -166,12 +167,15 @@ pub(crate) fn block(wanted: Vec<Wanted>, patterns: &[BlockedImage]) -> (Vec<Want
     (kept, blocked)
 }
 
-pub(crate) fn parse_reference(image: &str) -> Result<Reference, String> {
+pub(crate) fn parse_reference(image: &str) -> Result<Reference, Error> {
     image
         .strip_prefix("docker://")
         .unwrap_or(image)
         .parse::<Reference>()
-        .map_err(|e| format!("invalid image reference {image:?}: {e}"))
+        .map_err(|source| Error::Reference {
+            image: image.to_owned(),
+            source,
+        })
 }
 
 /// Resolves every tag to the digest it names now (a few requests at a time) and places each
@@ -180,7 +184,7 @@ pub(crate) async fn resolve(
     registry: Arc<Registry>,
     wanted: Vec<Wanted>,
     parallel: usize,
-) -> Result<Vec<PlannedImage>, String> {
+) -> Result<Vec<PlannedImage>, Error> {
     let mut unique = Vec::new();
     let mut seen = BTreeSet::new();
     for w in wanted {
@@ -200,43 +204,37 @@ pub(crate) async fn resolve(
     let mut placed = BTreeMap::new();
     let mut problems = Vec::new();
     while let Some(done) = tasks.join_next().await {
-        match done.map_err(|e| e.to_string())? {
+        match done? {
             (index, Ok(image)) => {
                 placed.insert(index, image);
             }
-            (_, Err(e)) => problems.push(e),
+            (_, Err(e)) => problems.push(e.to_string()),
         }
     }
     if !problems.is_empty() {
         problems.sort();
-        return Err(problems.join("\n"));
+        return Err(Error::Unresolved(problems));
     }
     Ok(placed.into_values().collect())
 }
 
-async fn place(registry: &Registry, w: Wanted) -> Result<PlannedImage, String> {
+async fn place(registry: &Registry, w: Wanted) -> Result<PlannedImage, Error> {
     let r = parse_reference(&w.source)?;
     let digest = match r.digest() {
         Some(d) => d.to_owned(),
         None => {
-            let mut last = None;
-            // A tag lookup is one small request: retry it like any other transient failure.
-            for attempt in 0..3u32 {
+            // A tag lookup is one small request: retry it like any other transient failure
+            // (twice at most).
+            let mut attempt = 0u32;
+            loop {
                 match registry.resolve_digest(&r).await {
-                    Ok(d) => {
-                        last = Some(Ok(d));
-                        break;
-                    }
                     Err(e) if e.is_transient() && attempt < 2 => {
-                        tokio::time::sleep(std::time::Duration::from_millis(200 << attempt)).await
+                        tokio::time::sleep(std::time::Duration::from_millis(200 << attempt)).await;
+                        attempt += 1;
                     }
-                    Err(e) => {
-                        last = Some(Err(e.message));
-                        break;
-                    }
+                    resolved => break resolved?,
                 }
             }
-            last.unwrap_or_else(|| Err(format!("resolve {}: no answer", w.source)))?
         }
     };
     let by_digest = r.digest().is_some() && !has_tag(&w.source);
@@ -277,14 +275,14 @@ pub(crate) fn rebuild_catalog(
     op: &Operators,
     filtered: &DeclarativeConfig,
     staging: &Layout,
-) -> Result<PlannedImage, String> {
+) -> Result<PlannedImage, Error> {
     let source = parse_reference(&op.catalog)?;
-    let dir = tempfile::tempdir().map_err(|e| format!("a directory for the catalog: {e}"))?;
+    let dir = tempfile::tempdir().map_err(Error::io("a directory for the catalog"))?;
     let file = dir.path().join("catalog.json");
     let mut out = Vec::new();
     catalog::write::write_json(filtered, &mut out)
-        .map_err(|e| format!("writing the filtered catalog: {e}"))?;
-    std::fs::write(&file, out).map_err(|e| format!("{}: {e}", file.display()))?;
+        .map_err(Error::io("writing the filtered catalog"))?;
+    std::fs::write(&file, out).map_err(Error::io(file.display()))?;
     let labels = BTreeMap::from([(image::LABEL_FBC.to_owned(), "/configs".to_owned())]);
     let built = build_image(&[(dir.path(), "/configs")], &labels)?;
     staging.write_blob(&built.config)?;

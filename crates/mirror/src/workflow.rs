@@ -8,6 +8,7 @@
 //! plan's images are copied and the target's resources written.
 use super::config::ImageSetConfiguration;
 use super::copy::{Copier, Job, Location, Summary};
+use super::error::Error;
 use super::plan::{self, ImageKind, Plan};
 use super::{archive, outputs};
 use catalog::file::ReadLimits;
@@ -46,22 +47,24 @@ enum Target {
     Disk(PathBuf),
 }
 
-fn parse_target(to: &str) -> Result<Target, String> {
+fn parse_target(to: &str) -> Result<Target, Error> {
     if let Some(dir) = to.strip_prefix("file://") {
         if dir.is_empty() {
-            return Err(format!("--to {to:?}: file:// needs a directory"));
+            return Err(Error::Usage(format!(
+                "--to {to:?}: file:// needs a directory"
+            )));
         }
         return Ok(Target::Disk(PathBuf::from(dir)));
     }
     let Some(rest) = to.strip_prefix("docker://") else {
-        return Err(format!(
+        return Err(Error::Usage(format!(
             "--to {to:?}: expected docker://REGISTRY[/PREFIX] or file://DIR"
-        ));
+        )));
     };
     let rest = rest.trim_end_matches('/');
     let (registry, prefix) = rest.split_once('/').unwrap_or((rest, ""));
     if registry.is_empty() {
-        return Err(format!("--to {to:?}: no registry named"));
+        return Err(Error::Usage(format!("--to {to:?}: no registry named")));
     }
     Ok(Target::Registry {
         root: rest.to_owned(),
@@ -72,7 +75,7 @@ fn parse_target(to: &str) -> Result<Target, String> {
 
 /// Mirrors as `args` say, reaching registries with `client`; catalog images are unpacked
 /// into directories on `unfinished`.
-pub fn run(args: &Options, client: &ClientOptions, unfinished: &Unfinished) -> Result<(), String> {
+pub fn run(args: &Options, client: &ClientOptions, unfinished: &Unfinished) -> Result<(), Error> {
     let target = parse_target(&args.to)?;
     let workspace = PathBuf::from(
         args.workspace
@@ -83,33 +86,30 @@ pub fn run(args: &Options, client: &ClientOptions, unfinished: &Unfinished) -> R
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
-        .map_err(|e| format!("starting the runtime: {e}"))?;
-    let registry = Arc::new(Registry::new(client).map_err(|e| e.to_string())?);
+        .map_err(Error::io("starting the runtime"))?;
+    let registry = Arc::new(Registry::new(client)?);
     match (&args.from, &target) {
         (Some(from), Target::Registry { .. }) => {
             let dir = from.strip_prefix("file://").ok_or_else(|| {
-                format!(
+                Error::Usage(format!(
                     "--from {from:?}: expected file://DIR (an archive of `mirror --to file://DIR`)"
-                )
+                ))
             })?;
             let (layout, plan) = archive::open(Path::new(dir))?;
             runtime.block_on(deliver(args, registry, layout, plan, &target, &workspace))
         }
-        (Some(from), Target::Disk(_)) => Err(format!(
+        (Some(from), Target::Disk(_)) => Err(Error::Usage(format!(
             "--from {from:?} --to {:?}: an archive goes to a registry (docker://…)",
             args.to
-        )),
+        ))),
         (None, _) => {
-            let path = args
-                .config
-                .as_ref()
-                .ok_or("--config is required (unless --from names an archive)")?;
-            let text =
-                std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+            let path = args.config.as_ref().ok_or_else(|| {
+                Error::Usage("--config is required (unless --from names an archive)".to_owned())
+            })?;
+            let text = std::fs::read_to_string(path).map_err(Error::io(path.display()))?;
             let config = ImageSetConfiguration::parse(&path.display().to_string(), &text)?;
             // Rebuilt catalogs are staged in the archive itself, or in a private layout.
-            let staging_dir =
-                tempfile::tempdir().map_err(|e| format!("a staging directory: {e}"))?;
+            let staging_dir = tempfile::tempdir().map_err(Error::io("a staging directory"))?;
             let layout = match &target {
                 Target::Disk(dir) => archive::create(dir)?,
                 Target::Registry { .. } => Layout::create(staging_dir.path())?,
@@ -128,18 +128,16 @@ async fn make_plan(
     registry: &Arc<Registry>,
     staging: &Layout,
     unfinished: &Unfinished,
-) -> Result<Plan, String> {
+) -> Result<Plan, Error> {
     let mut wanted = Vec::new();
     let mut catalogs = Vec::new();
     // `mirror` has no --max-file-size: catalogs are read within the default cap.
     let limits = ReadLimits::default();
     for op in &config.mirror.operators {
-        let unpacked = fetch_as_fbc(registry, &op.catalog, unfinished, limits)
-            .await
-            .map_err(|e| e.to_string())?;
-        let fbc = load_dir(&unpacked.root, limits).map_err(|errors| {
-            let lines: Vec<String> = errors.iter().map(|e| e.to_string()).collect();
-            format!("catalog {}:\n  {}", op.catalog, lines.join("\n  "))
+        let unpacked = fetch_as_fbc(registry, &op.catalog, unfinished, limits).await?;
+        let fbc = load_dir(&unpacked.root, limits).map_err(|errors| Error::Catalog {
+            catalog: op.catalog.clone(),
+            errors,
         })?;
         let filtered = filter_catalog(&fbc, op)?;
         if args.dry_run {
@@ -159,8 +157,8 @@ async fn make_plan(
 fn filter_catalog(
     fbc: &catalog::DeclarativeConfig,
     op: &super::config::Operators,
-) -> Result<(catalog::DeclarativeConfig, String), String> {
-    let filtered = super::filter::filter(fbc, op).map_err(|e| e.to_string())?;
+) -> Result<(catalog::DeclarativeConfig, String), Error> {
+    let filtered = super::filter::filter(fbc, op)?;
     Ok((filtered.config, filtered.report.render()))
 }
 
@@ -172,7 +170,7 @@ async fn deliver(
     plan: Plan,
     target: &Target,
     workspace: &Path,
-) -> Result<(), String> {
+) -> Result<(), Error> {
     let root = match target {
         Target::Registry { root, .. } => root.clone(),
         Target::Disk(dir) => format!("file://{}", dir.display()),
@@ -229,17 +227,15 @@ async fn deliver(
                 last: image.kind == ImageKind::Catalog,
             })
         })
-        .collect::<Result<Vec<_>, String>>()?;
+        .collect::<Result<Vec<_>, Error>>()?;
     let copier = Arc::new(Copier::new(registry, Some(Arc::new(layout)), args.parallel));
     let summary: Summary = copier.run(jobs).await;
     println!("{summary}");
     if !summary.failures.is_empty() {
-        return Err(format!(
-            "{} of {} images were not mirrored (a rerun copies only what is missing):\n  {}",
-            summary.failures.len(),
-            plan.images.len(),
-            summary.failures.join("\n  ")
-        ));
+        return Err(Error::Incomplete {
+            total: plan.images.len(),
+            failures: summary.failures,
+        });
     }
     match target {
         Target::Disk(dir) => archive::write_plan(dir, &plan)?,

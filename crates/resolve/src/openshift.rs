@@ -51,6 +51,25 @@ pub enum BlockReason {
     Invalid(String),
 }
 
+/// Why the cluster's version cannot be read (OLM's words).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ClusterVersionError {
+    /// Classic reads the release the cluster is going to, which must be set.
+    #[error("desired release version missing")]
+    Missing,
+    #[error("failed to parse cluster version {version:?}: {reason}")]
+    Unparsable { version: String, reason: String },
+}
+
+impl ClusterVersionError {
+    fn unparsable(version: &str) -> impl FnOnce(String) -> ClusterVersionError {
+        move |reason| ClusterVersionError::Unparsable {
+            version: version.to_owned(),
+            reason,
+        }
+    }
+}
+
 /// The single `olm.maxOpenShiftVersion` value among `properties`, raw.
 fn single_value(properties: &[Property]) -> Result<Option<&str>, String> {
     let mut values = properties
@@ -86,12 +105,12 @@ pub(crate) fn classic_max(properties: &[Property]) -> Result<Option<Minor>, Stri
 }
 
 /// The minor a classic cluster at `cluster_version` upgrades to next.
-pub fn classic_next_minor(cluster_version: &str) -> Result<Minor, String> {
+pub fn classic_next_minor(cluster_version: &str) -> Result<Minor, ClusterVersionError> {
     if cluster_version.trim().is_empty() {
-        return Err("desired release version missing".to_owned());
+        return Err(ClusterVersionError::Missing);
     }
     let v = Version::parse_tolerant(cluster_version)
-        .map_err(|e| format!("failed to parse cluster version {cluster_version:?}: {e}"))?;
+        .map_err(ClusterVersionError::unparsable(cluster_version))?;
     Ok(Minor::new(v.major, v.minor).next())
 }
 
@@ -100,7 +119,7 @@ pub fn classic_next_minor(cluster_version: &str) -> Result<Minor, String> {
 pub fn classic_blocking(
     cluster_version: &str,
     operators: &[(&str, &[Property])],
-) -> Result<Vec<Blocking>, String> {
+) -> Result<Vec<Blocking>, ClusterVersionError> {
     let next = classic_next_minor(cluster_version)?;
     Ok(operators
         .iter()
@@ -148,9 +167,9 @@ pub fn v1_max(properties: &[Property]) -> Result<Option<Minor>, String> {
 
 /// Whether an operator with maximum `max` lets a v1 cluster at `cluster_version` upgrade:
 /// the maximum must be above the cluster's (normalised) minor.
-pub fn v1_compatible(max: Minor, cluster_version: &str) -> Result<bool, String> {
+pub fn v1_compatible(max: Minor, cluster_version: &str) -> Result<bool, ClusterVersionError> {
     let v = Version::parse(cluster_version)
-        .map_err(|e| format!("failed to parse cluster version {cluster_version:?}: {e}"))?;
+        .map_err(ClusterVersionError::unparsable(cluster_version))?;
     Ok(max > Minor::new(v.major, v.minor))
 }
 

@@ -10,7 +10,7 @@ use std::collections::BTreeSet;
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::openshift;
+use crate::openshift::{self, ClusterVersionError};
 use catalog::property::GVK;
 use catalog::types::Property;
 
@@ -333,7 +333,7 @@ pub(crate) fn openshift_blockers(
     v1: bool,
     cluster_version: &str,
     operators: &[(&str, &[Property])],
-) -> Result<Vec<String>, String> {
+) -> Result<Vec<String>, ClusterVersionError> {
     if !v1 {
         return Ok(openshift::classic_blocking(cluster_version, operators)?
             .into_iter()
@@ -570,7 +570,7 @@ mod tests {
         );
         assert_eq!(openshift_blockers(true, "4.17.0", &ops), Ok(vec![]));
         assert_eq!(
-            openshift_blockers(false, "", &ops),
+            openshift_blockers(false, "", &ops).map_err(|e| e.to_string()),
             Err("desired release version missing".to_owned())
         );
     }

@@ -31,7 +31,7 @@ pub enum BuildError {
     NotADirectory(PathBuf),
     /// The layer could not be made (a file that cannot be read).
     #[error("{0}")]
-    Layer(String),
+    Layer(#[source] ::image::Error),
     /// The tag is not an image reference.
     #[error("{0}")]
     Tag(String),

@@ -85,9 +85,9 @@ impl Local {
                     limits,
                     ..Default::default()
                 };
-                package_manifests::load(path, &options)
+                package_manifests::load(path, &options).map_err(|e| e.to_string())
             }
-            Local::IndexDb(path) => sqlite::load(path),
+            Local::IndexDb(path) => sqlite::load(path).map_err(|e| e.to_string()),
         }
     }
 }

@@ -125,7 +125,7 @@ pub async fn fetch(
             ..Default::default()
         }
     } else if let Some(db) = labels.get(image::LABEL_INDEX_DB) {
-        sqlite::load(&inside(db)).map_err(invalid)?
+        sqlite::load(&inside(db)).map_err(|e| invalid(e.to_string()))?
     } else if labels.is_empty() {
         return Err(invalid(
             "image type could not be determined: image has no labels".into(),

@@ -26,7 +26,7 @@ pub fn render_references(
     for r in references {
         dc.append(load_reference(images, limits, r, template)?);
     }
-    migrate(&mut dc, level).map_err(Error::Invalid)?;
+    migrate(&mut dc, level).map_err(|e| Error::Invalid(e.to_string()))?;
     Ok(dc)
 }
 
@@ -38,6 +38,6 @@ pub fn render_local(
     level: MigrationLevel,
 ) -> Result<DeclarativeConfig, Error> {
     let mut dc = Local::detect(reference)?.load(None, limits)?;
-    migrate(&mut dc, level).map_err(Error::Invalid)?;
+    migrate(&mut dc, level).map_err(|e| Error::Invalid(e.to_string()))?;
     Ok(dc)
 }

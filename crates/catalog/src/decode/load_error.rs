@@ -1,8 +1,8 @@
 //! What a catalog that cannot be read reports: one error per file or document.
-use std::fmt;
 
 /// A document or file that could not be read or decoded.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{}{message}", place(file, *line))]
 pub struct LoadError {
     /// The file, relative to the catalog root; empty when the error is not about one file.
     pub file: String,
@@ -12,17 +12,15 @@ pub struct LoadError {
     pub message: String,
 }
 
-impl fmt::Display for LoadError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match (self.file.is_empty(), self.line) {
-            (true, _) => f.write_str(&self.message),
-            (false, 0) => write!(f, "{}: {}", self.file, self.message),
-            (false, line) => write!(f, "{}:{line}: {}", self.file, self.message),
-        }
+/// What a [`LoadError`]'s message is prefixed with: `file:line: `, `file: ` for a whole
+/// file, nothing when no file is concerned.
+fn place(file: &str, line: usize) -> String {
+    match (file.is_empty(), line) {
+        (true, _) => String::new(),
+        (false, 0) => format!("{file}: "),
+        (false, line) => format!("{file}:{line}: "),
     }
 }
-
-impl std::error::Error for LoadError {}
 
 /// All the load errors of a catalog as one message, one per line.
 pub fn describe_load_errors(errors: &[LoadError]) -> String {

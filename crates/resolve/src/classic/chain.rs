@@ -21,13 +21,41 @@ impl<'a> From<&'a ChannelEntry> for Links<'a> {
     }
 }
 
+/// Why a channel's entries cannot be ordered (OLM's words).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ChainError {
+    #[error(
+        "no channel heads (entries not replaced by another entry) found in channel {channel:?} of package {package:?}"
+    )]
+    NoHead { package: String, channel: String },
+    #[error(
+        "a cycle exists in the chain of replacement beginning with {head:?} in channel {channel:?} of package {package:?}"
+    )]
+    Cycle {
+        package: String,
+        channel: String,
+        head: String,
+    },
+    /// Several chains, each written `first...last` (or its only entry).
+    #[error(
+        "a unique replacement chain within a channel is required to determine the relative order between channel entries, but {} replacement chains were found in channel {channel:?} of package {package:?}: {}",
+        chains.len(),
+        chains.join(", ")
+    )]
+    SeveralChains {
+        package: String,
+        channel: String,
+        chains: Vec<String>,
+    },
+}
+
 /// The channel's chain, head first, as indices into `entries`. Skipped entries and entries
 /// off the chain are dropped; zero heads, several heads and cycles are errors.
 pub fn sort_channel(
     package: &str,
     channel: &str,
     entries: &[Links<'_>],
-) -> Result<Vec<usize>, String> {
+) -> Result<Vec<usize>, ChainError> {
     if entries.is_empty() {
         return Ok(Vec::new());
     }
@@ -51,9 +79,10 @@ pub fn sort_channel(
     }
     let heads: Vec<usize> = (0..entries.len()).filter(|&i| !replaced[i]).collect();
     if heads.is_empty() {
-        return Err(format!(
-            "no channel heads (entries not replaced by another entry) found in channel {channel:?} of package {package:?}"
-        ));
+        return Err(ChainError::NoHead {
+            package: package.to_owned(),
+            channel: channel.to_owned(),
+        });
     }
     let mut chains = Vec::with_capacity(heads.len());
     for &head in &heads {
@@ -62,10 +91,11 @@ pub fn sort_channel(
         let mut current = head;
         while let Some(&next) = by_name.get(entries[current].replaces) {
             if !seen.insert(next) {
-                return Err(format!(
-                    "a cycle exists in the chain of replacement beginning with {:?} in channel {channel:?} of package {package:?}",
-                    entries[head].name
-                ));
+                return Err(ChainError::Cycle {
+                    package: package.to_owned(),
+                    channel: channel.to_owned(),
+                    head: entries[head].name.to_owned(),
+                });
             }
             chain.push(next);
             current = next;
@@ -75,19 +105,18 @@ pub fn sort_channel(
     if let [chain] = chains.as_slice() {
         return Ok(chain.iter().copied().filter(|&i| !skipped[i]).collect());
     }
-    let listed: Vec<String> = chains
-        .iter()
-        .map(|c| match c.as_slice() {
-            [only] => entries[*only].name.to_owned(),
-            [first, .., last] => format!("{}...{}", entries[*first].name, entries[*last].name),
-            [] => String::new(),
-        })
-        .collect();
-    Err(format!(
-        "a unique replacement chain within a channel is required to determine the relative order between channel entries, but {} replacement chains were found in channel {channel:?} of package {package:?}: {}",
-        chains.len(),
-        listed.join(", ")
-    ))
+    Err(ChainError::SeveralChains {
+        package: package.to_owned(),
+        channel: channel.to_owned(),
+        chains: chains
+            .iter()
+            .map(|c| match c.as_slice() {
+                [only] => entries[*only].name.to_owned(),
+                [first, .., last] => format!("{}...{}", entries[*first].name, entries[*last].name),
+                [] => String::new(),
+            })
+            .collect(),
+    })
 }
 
 #[cfg(test)]
@@ -98,6 +127,7 @@ mod tests {
         let links: Vec<Links> = entries.iter().map(Links::from).collect();
         sort_channel("package", "channel", &links)
             .map(|order| order.iter().map(|&i| entries[i].name.as_str()).collect())
+            .map_err(|e| e.to_string())
     }
 
     #[test]

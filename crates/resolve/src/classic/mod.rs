@@ -21,7 +21,9 @@ pub use request::{
     Subscription, UpgradeStrategy,
 };
 pub(crate) use requirements::requirements;
-pub use steps::{BundleLookup, InstallPlan, PlanStep, UpdatedSubscription, install_plan};
+pub use steps::{
+    BundleLookup, InstallPlan, PlanError, PlanStep, UpdatedSubscription, install_plan,
+};
 
 use crate::solver::{self, SolveError};
 

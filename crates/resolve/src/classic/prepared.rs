@@ -164,7 +164,8 @@ impl PreparedCatalog {
             }
             let links: Vec<Links> = members.iter().map(|&m| entries[m].links()).collect();
             let chain = sort_channel(&channel.package, &channel.name, &links)
-                .map(|order| order.into_iter().map(|i| members[i]).collect());
+                .map(|order| order.into_iter().map(|i| members[i]).collect())
+                .map_err(|e| e.to_string());
             groups.push(Group {
                 package: channel.package.clone(),
                 channel: channel.name.clone(),
@@ -265,7 +266,8 @@ impl PreparedCatalog {
     pub(crate) fn chain_of(&self, g: usize, members: Vec<usize>) -> Result<Vec<usize>, String> {
         let group = &self.groups[g];
         let links: Vec<Links> = members.iter().map(|&e| self.entries[e].links()).collect();
-        let order = sort_channel(&group.package, &group.channel, &links)?;
+        let order =
+            sort_channel(&group.package, &group.channel, &links).map_err(|e| e.to_string())?;
         Ok(order.into_iter().map(|i| members[i]).collect())
     }
 

@@ -1,5 +1,4 @@
 //! What a classic resolution is asked (resolution spec §2.1) and what it answers (§2.10).
-use std::fmt;
 
 use serde::Deserialize;
 
@@ -137,22 +136,13 @@ impl ResolvedOperator {
     }
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum ClassicError {
     /// No consistent set exists; the solver's minimal explanation.
+    #[error(transparent)]
     Unsatisfiable(SolveError),
     /// The request or a catalog cannot be resolved at all (channel ordering, malformed
     /// requirements, ambiguous installed CSVs, fail-forward chains).
+    #[error("{0}")]
     Invalid(String),
 }
-
-impl fmt::Display for ClassicError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            ClassicError::Unsatisfiable(e) => e.fmt(f),
-            ClassicError::Invalid(message) => f.write_str(message),
-        }
-    }
-}
-
-impl std::error::Error for ClassicError {}

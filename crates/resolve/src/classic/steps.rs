@@ -61,15 +61,27 @@ pub struct UpdatedSubscription {
     pub installed_csv: String,
 }
 
+/// Why an operator installed from its manifests has no steps (OLM's words), by whose fault:
+/// `E` is the error of whoever supplies the manifests.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum PlanError<E> {
+    /// The manifests could not be had.
+    #[error("failed to turn bundle into steps: {0}")]
+    Objects(E),
+    /// The manifests are not a bundle OLM can install.
+    #[error("failed to turn bundle into steps: {0}")]
+    Manifests(String),
+}
+
 /// The plan for `operators` in `namespace`. `objects` gives the manifests (JSON texts) of an
 /// operator whose bundle has no image, which is then installed from them.
-pub fn install_plan(
+pub fn install_plan<E>(
     namespace: &str,
     subscriptions: &[Subscription],
     installed: &[InstalledCsv],
     operators: &[ResolvedOperator],
-    objects: impl Fn(&ResolvedOperator) -> Result<Vec<String>, String>,
-) -> Result<InstallPlan, String> {
+    objects: impl Fn(&ResolvedOperator) -> Result<Vec<String>, E>,
+) -> Result<InstallPlan, PlanError<E>> {
     let mut plan = InstallPlan::default();
     for op in operators {
         let following: Vec<&Subscription> =
@@ -81,9 +93,8 @@ pub fn install_plan(
             continue;
         }
         if op.bundle_path.is_empty() {
-            let manifests = objects(op)
-                .and_then(|objects| bundle_steps(namespace, op, &objects))
-                .map_err(|e| format!("failed to turn bundle into steps: {e}"))?;
+            let objects = objects(op).map_err(PlanError::Objects)?;
+            let manifests = bundle_steps(namespace, op, &objects).map_err(PlanError::Manifests)?;
             plan.steps.extend(manifests);
         } else {
             plan.bundle_lookups.push(BundleLookup {

@@ -1,12 +1,11 @@
 //! A classic request: one resolution of the namespace, with bundles the cluster's state
 //! rules out refused, then the same resolution repeated on the state each round leaves
 //! behind, for the upgrade paths.
-use std::cell::RefCell;
 use std::collections::BTreeMap;
 
 use crate::classic::{
-    self, CatalogSource, ClassicError, ClassicRequest, InstalledCsv, PreparedCatalog, Refusal,
-    ResolvedOperator, Subscription, UpgradeStrategy,
+    self, CatalogSource, ClassicError, ClassicRequest, InstalledCsv, PlanError, PreparedCatalog,
+    Refusal, ResolvedOperator, Subscription, UpgradeStrategy,
 };
 use crate::predicate::{Subject, decode};
 use crate::safety::{self, ClusterCrd, ClusterFacts};
@@ -87,26 +86,21 @@ pub(super) fn resolve_subscriptions(req: &Request, loaded: &[Loaded]) -> Result<
             unchecked,
         } => (operators, refused, unchecked),
     };
-    // Manifests that could not be fetched keep their kind (a catalog server that fails to
-    // send them is no fault of the request or of the catalogs).
-    let failed = RefCell::new(None);
     let plan = classic::install_plan(
         &req.namespace,
         &state.subscriptions,
         &state.installed,
         &operators,
         |op| match catalogs.get(&op.catalog, &op.catalog_namespace) {
-            Some(c) => c.objects(&op.package, &op.channel, &op.name).map_err(|e| {
-                let text = e.to_string();
-                *failed.borrow_mut() = Some(e);
-                text
-            }),
+            Some(c) => c.objects(&op.package, &op.channel, &op.name),
             None => Ok(Vec::new()),
         },
     )
-    .map_err(|message| match failed.take() {
-        Some(e) => e.reworded(message),
-        None => Error::Unresolvable(message),
+    // Manifests that could not be fetched keep their kind (a catalog server that fails to
+    // send them is no fault of the request or of the catalogs).
+    .map_err(|e| match &e {
+        PlanError::Objects(cause) => cause.reworded(e.to_string()),
+        PlanError::Manifests(_) => Error::Unresolvable(e.to_string()),
     })?;
     outcome.install_plan = Some(plan);
     let followed = ctx

@@ -153,7 +153,7 @@ pub fn not_loaded() -> Loaded {
 /// says whose the fault is); a resolution that finds nothing is an answer, with its
 /// explanation.
 pub fn resolve_request(req: &Request, catalogs: &[Loaded]) -> Result<Outcome, Error> {
-    req.validate().map_err(Error::InvalidRequest)?;
+    req.validate()?;
     if catalogs.len() != req.catalogs.len() {
         return Err(Error::Internal(format!(
             "{} catalogs were loaded for {} requested",

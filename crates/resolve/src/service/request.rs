@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use super::Error;
 use crate::classic::UpgradeStrategy;
 use crate::safety::ClusterFacts;
 use catalog::Gvk;
@@ -206,11 +207,12 @@ pub struct BundleSpec {
 impl Request {
     /// Checks what the file format or the wire message cannot express; errors name the
     /// field (`subscriptions[2].package: required`).
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), Error> {
+        let invalid = Error::InvalidRequest;
         let misplaced = match self.mode {
             Mode::Classic if !self.requests.is_empty() => Some("requests (v1 only)"),
             Mode::Classic if self.namespace.is_empty() => {
-                return Err("namespace: required in classic mode".to_string());
+                return Err(invalid("namespace: required in classic mode".to_string()));
             }
             Mode::V1 if !self.subscriptions.is_empty() => Some("subscriptions (classic only)"),
             Mode::V1 if !self.installed.is_empty() => {
@@ -219,11 +221,14 @@ impl Request {
             _ => None,
         };
         if let Some(field) = misplaced {
-            return Err(format!("{field}: not allowed in {} mode", self.mode.name()));
+            return Err(invalid(format!(
+                "{field}: not allowed in {} mode",
+                self.mode.name()
+            )));
         }
         let required = |value: &str, field: String| {
             if value.is_empty() {
-                Err(format!("{field}: required"))
+                Err(invalid(format!("{field}: required")))
             } else {
                 Ok(())
             }
@@ -238,10 +243,10 @@ impl Request {
                 .iter()
                 .position(|d| d.name == c.name && namespace(d) == namespace(c))
             {
-                return Err(format!(
+                return Err(invalid(format!(
                     "catalogs[{i}].name: {:?} is also the name of catalogs[{j}]",
                     c.name
-                ));
+                )));
             }
         }
         for (i, c) in self.installed.iter().enumerate() {

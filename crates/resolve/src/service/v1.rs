@@ -151,7 +151,7 @@ impl Checks<'_> {
         };
         loop {
             let found = v1::resolve_refusing(self.catalogs, request, &refused)
-                .map_err(|e| (e, sentences(&refused)))?;
+                .map_err(|e| (e.to_string(), sentences(&refused)))?;
             if !self.checked {
                 return Ok((found, Vec::new()));
             }

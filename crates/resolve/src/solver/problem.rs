@@ -1,6 +1,5 @@
 //! The solver's input: named boolean variables, each with applied constraints (resolution
 //! spec §2.5), and the errors a solve can end with (§2.11, §7).
-use std::fmt;
 
 /// A problem variable: an identifier and the constraints applied with it as subject.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -77,43 +76,37 @@ impl Constraint {
 }
 
 /// Why a solve produced no selection.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum SolveError {
     /// No selection satisfies the constraints; `messages` is a minimal conflicting set,
     /// sorted.
-    Unsatisfiable {
-        messages: Vec<String>,
-    },
+    #[error("constraints not satisfiable{}", explanation(messages))]
+    Unsatisfiable { messages: Vec<String> },
+    #[error("duplicate identifier {0:?} in input")]
     DuplicateIdentifier(String),
     /// Constraints name variables that are not in the input (each reference, in problem
     /// order): a bug in whoever built the problem, not a property of the catalog.
+    #[error("{} errors encountered: {}", .0.len(), unknown(.0))]
     UnknownIdentifiers(Vec<String>),
     /// varisat itself failed.
+    #[error("internal solver failure: {0}")]
     Internal(String),
 }
 
-impl fmt::Display for SolveError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            SolveError::Unsatisfiable { messages } if messages.is_empty() => {
-                f.write_str("constraints not satisfiable")
-            }
-            SolveError::Unsatisfiable { messages } => {
-                write!(f, "constraints not satisfiable: {}", messages.join(", "))
-            }
-            SolveError::DuplicateIdentifier(id) => {
-                write!(f, "duplicate identifier {id:?} in input")
-            }
-            SolveError::UnknownIdentifiers(ids) => {
-                let each: Vec<String> = ids
-                    .iter()
-                    .map(|id| format!("variable {id:?} referenced but not provided"))
-                    .collect();
-                write!(f, "{} errors encountered: {}", each.len(), each.join(", "))
-            }
-            SolveError::Internal(cause) => write!(f, "internal solver failure: {cause}"),
-        }
+/// `: a, b` after "constraints not satisfiable", or nothing when there is no explanation.
+fn explanation(messages: &[String]) -> String {
+    if messages.is_empty() {
+        String::new()
+    } else {
+        format!(": {}", messages.join(", "))
     }
 }
 
-impl std::error::Error for SolveError {}
+/// One clause per identifier referenced but not provided, as upstream lists them.
+fn unknown(ids: &[String]) -> String {
+    let each: Vec<String> = ids
+        .iter()
+        .map(|id| format!("variable {id:?} referenced but not provided"))
+        .collect();
+    each.join(", ")
+}

@@ -67,6 +67,23 @@ pub struct V1Resolution {
     pub deprecation: Option<Deprecations>,
 }
 
+/// Why a ClusterExtension gets no bundle (OLM v1's words).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum V1Error {
+    /// The request's version range, catalog selector or installed version cannot be read.
+    #[error("{0}")]
+    InvalidRequest(String),
+    /// The one bundle that fits declares dependencies, which OLM v1 does not resolve.
+    #[error(
+        "validating bundle {bundle:?}: bundle {bundle:?} has a dependency declared via property {property:?} which is currently not supported"
+    )]
+    UnsupportedDependency { bundle: String, property: String },
+    /// No bundle fits, or several from catalogs of the same priority; says what was asked,
+    /// and which bundles were refused.
+    #[error("{0}")]
+    NoSingleBundle(String),
+}
+
 /// One catalog's contribution.
 struct Pick<'a> {
     catalog: &'a V1Catalog<'a>,
@@ -80,7 +97,7 @@ struct Pick<'a> {
 pub fn resolve_extension(
     catalogs: &[V1Catalog<'_>],
     req: &V1Request,
-) -> Result<V1Resolution, String> {
+) -> Result<V1Resolution, V1Error> {
     resolve_refusing(catalogs, req, &[])
 }
 
@@ -90,15 +107,21 @@ pub(crate) fn resolve_refusing(
     catalogs: &[V1Catalog<'_>],
     req: &V1Request,
     refused: &[(String, String)],
-) -> Result<V1Resolution, String> {
+) -> Result<V1Resolution, V1Error> {
+    let invalid = V1Error::InvalidRequest;
     let constraint = (!req.version.is_empty())
         .then(|| VersionConstraint::parse(&req.version))
         .transpose()
-        .map_err(|e| format!("desired version range {:?} is invalid: {e}", req.version))?;
+        .map_err(|e| {
+            invalid(format!(
+                "desired version range {:?} is invalid: {e}",
+                req.version
+            ))
+        })?;
     if let Some(selector) = &req.selector {
         selector
             .validate()
-            .map_err(|e| format!("desired catalog selector is invalid: {e}"))?;
+            .map_err(|e| invalid(format!("desired catalog selector is invalid: {e}")))?;
     }
     let installed = req
         .installed
@@ -106,7 +129,7 @@ pub(crate) fn resolve_refusing(
         .map(|i| {
             VersionRelease::parse(&i.version)
                 .map(|vr| (i, vr))
-                .map_err(|e| format!("invalid installed version {:?}: {e}", i.version))
+                .map_err(|e| invalid(format!("invalid installed version {:?}: {e}", i.version)))
         })
         .transpose()?;
     let mut picks: Vec<Pick<'_>> = Vec::new();
@@ -148,10 +171,10 @@ pub(crate) fn resolve_refusing(
             .iter()
             .find(|p| [PACKAGE_REQUIRED, GVK_REQUIRED, "olm.constraint"].contains(&p.kind.as_str()))
         {
-            return Err(format!(
-                "validating bundle {:?}: bundle {:?} has a dependency declared via property {:?} which is currently not supported",
-                bundle.name, bundle.name, p.kind
-            ));
+            return Err(V1Error::UnsupportedDependency {
+                bundle: bundle.name.clone(),
+                property: p.kind.clone(),
+            });
         }
         return Ok(V1Resolution {
             bundle: (*bundle).clone(),
@@ -168,7 +191,7 @@ pub(crate) fn resolve_refusing(
             .collect();
         message.push_str(&format!(" (refused: {})", listed.join("; ")));
     }
-    Err(message)
+    Err(V1Error::NoSingleBundle(message))
 }
 
 fn no_single_pick(req: &V1Request, picks: &[Pick<'_>]) -> String {

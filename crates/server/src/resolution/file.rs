@@ -46,7 +46,7 @@ pub fn resolve_file(
 fn read_request(path: &Path) -> Result<Request, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("reading: {e}"))?;
     let req: Request = serde_yaml::from_str(&text).map_err(|e| e.to_string())?;
-    req.validate()?;
+    req.validate().map_err(|e| e.to_string())?;
     for (i, c) in req.catalogs.iter().enumerate() {
         let given = [&c.directory, &c.image, &c.address]
             .iter()

@@ -103,7 +103,9 @@ impl ResolutionService {
     ) -> Result<Response<ResolveResponse>, Status> {
         let request =
             model::Request::try_convert(req.into_inner()).map_err(Status::invalid_argument)?;
-        request.validate().map_err(Status::invalid_argument)?;
+        request
+            .validate()
+            .map_err(|e| Status::invalid_argument(e.to_string()))?;
         self.check_allowed(&request)?;
         let sources = Sources {
             base: std::path::Path::new(""),
