@@ -46,19 +46,11 @@ pub(crate) fn write_mermaid(
             .map(|c| c.package.as_str())
     });
 
-    let mut dep_packages = HashSet::new();
-    let mut dep_channels = HashSet::new();
-    let mut dep_bundles = HashSet::new();
-    for d in &dc.deprecations {
-        for e in &d.entries {
-            match e.reference.schema.as_str() {
-                SCHEMA_PACKAGE => dep_packages.insert(d.package.as_str()),
-                SCHEMA_CHANNEL => dep_channels.insert(e.reference.name.as_str()),
-                SCHEMA_BUNDLE => dep_bundles.insert(e.reference.name.as_str()),
-                _ => false,
-            };
-        }
-    }
+    let Deprecated {
+        packages: dep_packages,
+        channels: dep_channels,
+        bundles: dep_bundles,
+    } = Deprecated::of(dc);
 
     let mut channels: Vec<&Channel> = dc.channels.iter().collect();
     channels.sort_by(|a, b| a.name.cmp(&b.name));
@@ -151,10 +143,57 @@ pub(crate) fn write_mermaid(
         out.push_str("    end\n");
     }
 
+    let text = assemble(
+        &packages,
+        deprecated_package,
+        &deprecated_channel_ids,
+        classes,
+        &skipped_links,
+    );
+    Ok(Mermaid { text, warnings })
+}
+
+/// What the deprecations name, by kind: packages, channels and bundles by name.
+struct Deprecated<'a> {
+    packages: HashSet<&'a str>,
+    channels: HashSet<&'a str>,
+    bundles: HashSet<&'a str>,
+}
+
+impl<'a> Deprecated<'a> {
+    fn of(dc: &'a DeclarativeConfig) -> Deprecated<'a> {
+        let mut d = Deprecated {
+            packages: HashSet::new(),
+            channels: HashSet::new(),
+            bundles: HashSet::new(),
+        };
+        for dep in &dc.deprecations {
+            for e in &dep.entries {
+                match e.reference.schema.as_str() {
+                    SCHEMA_PACKAGE => d.packages.insert(dep.package.as_str()),
+                    SCHEMA_CHANNEL => d.channels.insert(e.reference.name.as_str()),
+                    SCHEMA_BUNDLE => d.bundles.insert(e.reference.name.as_str()),
+                    _ => false,
+                };
+            }
+        }
+        d
+    }
+}
+
+/// The whole graph: the class definitions, each package's channels, then the styles of
+/// what is deprecated or skipped.
+fn assemble(
+    packages: &BTreeMap<&str, String>,
+    deprecated_package: Option<&str>,
+    deprecated_channel_ids: &[String],
+    mut classes: BTreeMap<&str, Vec<String>>,
+    skipped_links: &[String],
+) -> String {
     let mut text = String::from(
         "graph LR\n  classDef deprecated fill:#E8960F\n  classDef skipped stroke:#FF0000,stroke-width:4px\n  classDef deprecatedskipped fill:#E8960F,stroke:#FF0000,stroke-width:4px\n",
     );
-    for (name, body) in &packages {
+    for (name, body) in packages {
         let _ = writeln!(text, "  %% package {}", go_quote(name));
         let _ = writeln!(text, "  subgraph {}", go_quote(name));
         text.push_str(body);
@@ -163,7 +202,7 @@ pub(crate) fn write_mermaid(
     if let Some(p) = deprecated_package {
         let _ = writeln!(text, "style {p} fill:#989695");
     }
-    for id in &deprecated_channel_ids {
+    for id in deprecated_channel_ids {
         let _ = writeln!(text, "style {id} fill:#DCD0FF");
     }
     for (class, ids) in &mut classes {
@@ -177,7 +216,7 @@ pub(crate) fn write_mermaid(
             skipped_links.join(",")
         );
     }
-    Ok(Mermaid { text, warnings })
+    text
 }
 
 /// The channel's entries as the filters leave them, or None when nothing of it is drawn.

@@ -17,7 +17,6 @@ use rustls::ServerConfig;
 use rustls::pki_types::pem::{self, PemObject, SectionKind};
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::sign::CertifiedKey;
-use std::fmt;
 use std::io::Read;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
@@ -35,41 +34,26 @@ pub(crate) const CHECK_INTERVAL: Duration = Duration::from_secs(1);
 const MAX_PEM_BYTES: u64 = 1 << 20;
 
 /// Why a certificate and key could not be used. Every variant names the file.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum TlsError {
     /// The file could not be read: missing, unreadable, too large.
+    #[error("cannot read {}: {problem}", file.display())]
     Unreadable { file: PathBuf, problem: String },
     /// The file was read but does not hold what it should: not PEM, no certificate, no key,
     /// an encrypted key, a key type this server cannot sign with.
+    #[error("{}: {problem}", file.display())]
     Invalid { file: PathBuf, problem: String },
     /// Both files are good on their own but the key is not the certificate's.
+    #[error(
+        "the private key in {} does not match the certificate in {}",
+        key_file.display(),
+        cert_file.display()
+    )]
     Mismatch {
         cert_file: PathBuf,
         key_file: PathBuf,
     },
 }
-
-impl fmt::Display for TlsError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            TlsError::Unreadable { file, problem } => {
-                write!(f, "cannot read {}: {problem}", file.display())
-            }
-            TlsError::Invalid { file, problem } => write!(f, "{}: {problem}", file.display()),
-            TlsError::Mismatch {
-                cert_file,
-                key_file,
-            } => write!(
-                f,
-                "the private key in {} does not match the certificate in {}",
-                key_file.display(),
-                cert_file.display()
-            ),
-        }
-    }
-}
-
-impl std::error::Error for TlsError {}
 
 /// A certificate and key pair that follows its files. See the module documentation.
 pub struct TlsConfig {
