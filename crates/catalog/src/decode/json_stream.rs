@@ -2,7 +2,7 @@
 //! upstream's retry of the rest as YAML when one of the first two documents is not JSON.
 use super::go_value::GoValue;
 use super::yaml_stream::yaml_stream;
-use super::{Raw, too_deep};
+use super::Raw;
 
 /// Counts lines forward through a buffer, so that numbering every document is linear.
 struct Lines<'a> {
@@ -51,8 +51,10 @@ pub(super) fn json_stream(data: &[u8], emit: &mut dyn FnMut(Raw)) {
                 // Upstream's decoder retries the rest of the stream as YAML when JSON fails
                 // on its first or second document (`{…}` followed by `---` YAML documents);
                 // the JSON error stands if the first YAML document does not decode either.
-                // JSON nested too deep is YAML nested too deep (and slow for libyaml).
-                if decoded < 2 && !json_error.1.contains(&too_deep()) {
+                // JSON nested too deep is YAML nested too deep (and slow for libyaml). That
+                // is the one data error GoValue raises on JSON (JSON cannot spell the
+                // non-finite floats it also refuses); syntax and EOF errors are the others.
+                if decoded < 2 && !e.is_data() {
                     let mut rest = Vec::new();
                     yaml_stream(&data[start..], lines.at(start), &mut |raw| rest.push(raw));
                     if matches!(rest.first(), Some(Ok(_))) {
