@@ -1,4 +1,4 @@
-//! `olm-registry mirror`: the three oc-mirror v2 workflows of [`mirror::workflow`].
+//! `olm-registry mirror`: the three oc-mirror v2 workflows of `mirror::run`.
 use super::images::ImageArgs;
 use clap::Args;
 use mirror::{self, Options};

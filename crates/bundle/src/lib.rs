@@ -8,7 +8,7 @@
 //! - [`dependencies`] and [`content`] are the bundle checks of `opm alpha bundle validate`.
 //! - [`migrate`] holds the FBC migrations (`--migrate-level`).
 //! - [`package_manifests`] and [`sqlite`] convert the legacy catalog formats (telling the
-//!   input kinds apart is [`source::disk`]'s).
+//!   input kinds apart is the `source` crate's).
 //! - [`Error`] says why any of them could not be read.
 pub mod content;
 pub mod csv;

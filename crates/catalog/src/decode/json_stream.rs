@@ -1,8 +1,8 @@
 //! A file that sniffs as JSON: a stream of values, each with the line it starts on, and
 //! upstream's retry of the rest as YAML when one of the first two documents is not JSON.
+use super::Raw;
 use super::go_value::GoValue;
 use super::yaml_stream::yaml_stream;
-use super::Raw;
 
 /// Counts lines forward through a buffer, so that numbering every document is linear.
 struct Lines<'a> {
