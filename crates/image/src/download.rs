@@ -115,10 +115,6 @@ fn source_of(r: &Reference) -> String {
     format!("{}/{}", r.registry(), r.repository())
 }
 
-fn fatal(message: String) -> Error {
-    Error::new(ErrorKind::InvalidContent, message)
-}
-
 /// The layout's files, whatever the layout's own error says.
 fn local(message: impl std::fmt::Display) -> Error {
     Error::new(ErrorKind::Io, message.to_string())
@@ -150,16 +146,17 @@ impl Registry {
             }
         }
         // Every successful attempt has started a sink.
-        let sink = sink.ok_or_else(|| fatal(format!("blob {digest}: nothing was received")))?;
+        let sink =
+            sink.ok_or_else(|| Error::invalid(format!("blob {digest}: nothing was received")))?;
         let received = sink.received;
         let (actual, file) = sink.finish().await.map_err(local)?;
         if received != size {
-            return Err(fatal(format!(
+            return Err(Error::invalid(format!(
                 "blob {digest} has {received} bytes where its descriptor says {size}"
             )));
         }
         if actual != *digest {
-            return Err(fatal(format!(
+            return Err(Error::invalid(format!(
                 "blob {digest} does not match its digest (content is {actual}, from {})",
                 source_of(r)
             )));
@@ -213,7 +210,7 @@ impl Registry {
         while let Some(chunk) = stream.next().await {
             let chunk = chunk.map_err(|e| {
                 if is_digest_mismatch(&e) {
-                    fatal(format!(
+                    Error::invalid(format!(
                         "blob {digest} does not match its digest ({e}, from {})",
                         source_of(r)
                     ))
@@ -223,7 +220,7 @@ impl Registry {
             })?;
             // The descriptor's size is the cap on what is written, an empty blob's too.
             if sink.received + chunk.len() as u64 > size {
-                return Err(fatal(format!(
+                return Err(Error::invalid(format!(
                     "blob {digest} has more bytes than its descriptor says ({size})"
                 )));
             }

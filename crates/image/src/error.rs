@@ -39,6 +39,11 @@ impl Error {
         }
     }
 
+    /// Content that is not what it should be: a manifest, a blob, a layout's files.
+    pub(crate) fn invalid(message: impl Into<String>) -> Error {
+        Error::new(ErrorKind::InvalidContent, message)
+    }
+
     /// Whether another try may succeed.
     pub fn is_transient(&self) -> bool {
         self.kind == ErrorKind::Unavailable

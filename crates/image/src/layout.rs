@@ -49,16 +49,11 @@ fn io_err(path: &Path, e: io::Error) -> Error {
     Error::new(ErrorKind::Io, format!("{}: {e}", path.display()))
 }
 
-/// What a layout holds that is not what it should be.
-fn invalid(message: String) -> Error {
-    Error::new(ErrorKind::InvalidContent, message)
-}
-
 /// `sha256:<64 hex>` → the hex part, refusing anything else (it becomes a file name).
 fn sha256_hex(digest: &str) -> Result<&str, Error> {
     match digest.strip_prefix("sha256:") {
         Some(hex) if hex.len() == 64 && hex.bytes().all(|b| b.is_ascii_hexdigit()) => Ok(hex),
-        _ => Err(invalid(format!(
+        _ => Err(Error::invalid(format!(
             "unsupported digest {digest:?} (expected sha256:<64 hex digits>)"
         ))),
     }
@@ -110,7 +105,7 @@ fn read_capped(path: &Path, max: u64) -> Result<Vec<u8>, Error> {
         .read_to_end(&mut data)
         .map_err(|e| io_err(path, e))?;
     if data.len() as u64 > max {
-        return Err(invalid(format!(
+        return Err(Error::invalid(format!(
             "{}: larger than {max} bytes",
             path.display()
         )));
@@ -246,7 +241,7 @@ impl Layout {
     pub(crate) fn verify_blob(&self, digest: &str) -> Result<(), Error> {
         let actual = hash_file(&self.blob_path(digest)?)?;
         if actual != digest {
-            return Err(invalid(format!(
+            return Err(Error::invalid(format!(
                 "blob {digest} in {} is corrupt (content is {actual})",
                 self.root.display()
             )));
@@ -272,7 +267,7 @@ impl Layout {
         }
         let actual = format!("sha256:{:x}", hasher.finalize());
         if actual != digest {
-            return Err(invalid(format!(
+            return Err(Error::invalid(format!(
                 "blob {digest} does not match its digest (content is {actual})"
             )));
         }
@@ -314,7 +309,7 @@ impl Layout {
         let data = read_capped(&path, max)?;
         let actual = digest_of(&data);
         if actual != digest {
-            return Err(invalid(format!(
+            return Err(Error::invalid(format!(
                 "blob {digest} in {} is corrupt (content is {actual})",
                 self.root.display()
             )));
@@ -325,7 +320,8 @@ impl Layout {
     fn index(&self) -> Result<Value, Error> {
         let path = self.root.join("index.json");
         let text = read_capped(&path, MAX_INDEX_BYTES)?;
-        serde_json::from_slice(&text).map_err(|e| invalid(format!("{}: {e}", path.display())))
+        serde_json::from_slice(&text)
+            .map_err(|e| Error::invalid(format!("{}: {e}", path.display())))
     }
 
     /// Replaces index.json once every blob it may name is on the disk.
@@ -351,7 +347,7 @@ impl Layout {
         });
         let manifests = index["manifests"]
             .as_array_mut()
-            .ok_or_else(|| invalid("index.json has no manifests list".to_owned()))?;
+            .ok_or_else(|| Error::invalid("index.json has no manifests list".to_owned()))?;
         if let Some(tag) = tag {
             manifests.retain(|m| m["annotations"][REF_NAME].as_str() != Some(tag));
         }
