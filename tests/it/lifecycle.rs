@@ -6,6 +6,7 @@ use crate::common::{Server, generated_catalog, silent_registry};
 use api::{GetPackageRequest, ListBundlesRequest};
 use registry::TestRegistry;
 use std::path::Path;
+use std::time::Duration;
 use tonic_health::pb::HealthCheckRequest;
 use tonic_health::pb::health_check_response::ServingStatus;
 
@@ -214,12 +215,37 @@ async fn reflection_lists_every_service_on_v1_and_v1alpha() {
     );
 }
 
-/// SIGTERM while a ListBundles stream is in flight: the stream completes, the process exits 0.
+/// SIGTERM while a ListBundles stream is in flight (OLM's catalog operator re-listing): every
+/// listening socket closes at once, so that new connections are refused rather than left
+/// without an HTTP/2 preface, while the stream completes; then the process exits 0.
 #[tokio::test]
-async fn sigterm_lets_a_list_bundles_stream_finish() {
+async fn sigterm_closes_listeners_at_once_and_lets_a_list_bundles_stream_finish() {
     let dir = tempfile::tempdir().unwrap();
     generated_catalog(dir.path(), 1500, 20_000);
-    let mut server = Server::serving(dir.path(), &["--shutdown-grace", "60s"]).await;
+    let mut server = Server::serving(
+        dir.path(),
+        &[
+            "--shutdown-grace",
+            "60s",
+            "--metrics-addr",
+            "127.0.0.1:0",
+            "--http-addr",
+            "127.0.0.1:0",
+            "--catalog-name",
+            "big",
+        ],
+    )
+    .await;
+    let logged_addr = |prefix: &str| {
+        let log = server.log();
+        let rest = log
+            .split(prefix)
+            .nth(1)
+            .unwrap_or_else(|| panic!("{prefix}: {log}"));
+        rest.split('/').next().unwrap().to_owned()
+    };
+    let metrics = logged_addr("serving metrics on http://");
+    let catalogd = logged_addr("serving the catalogd API on http://");
     let mut client = server.client().await;
     let mut stream = client
         .list_bundles(ListBundlesRequest {})
@@ -229,6 +255,20 @@ async fn sigterm_lets_a_list_bundles_stream_finish() {
     let first = stream.message().await.unwrap().unwrap();
     assert_eq!(first.package_name, "big");
     server.signal("TERM");
+    server.wait_for_log("received SIGTERM").await;
+    // The stream is unread past its first message, so the call is still in progress.
+    for addr in [&server.addr, &metrics, &catalogd] {
+        let refused = tokio::time::timeout(Duration::from_secs(5), async {
+            loop {
+                match tokio::net::TcpStream::connect(addr.as_str()).await {
+                    Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => break,
+                    _ => tokio::time::sleep(Duration::from_millis(10)).await,
+                }
+            }
+        })
+        .await;
+        assert!(refused.is_ok(), "{addr} still accepts after SIGTERM");
+    }
     let mut count = 1;
     while let Some(b) = stream.message().await.unwrap() {
         assert_eq!(b.object.len(), 1, "{}", b.csv_name);
@@ -237,7 +277,6 @@ async fn sigterm_lets_a_list_bundles_stream_finish() {
     assert_eq!(count, 1500);
     let status = server.wait().await;
     assert_eq!(status.code(), Some(0), "log:\n{}", server.log());
-    server.wait_for_log("received SIGTERM").await;
 }
 
 #[tokio::test]

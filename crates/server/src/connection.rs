@@ -14,7 +14,7 @@ use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, watch};
 use tokio::time::Sleep;
 use tokio_stream::Stream;
 use tokio_stream::wrappers::ReceiverStream;
@@ -108,13 +108,16 @@ pub(crate) struct Reserved {
 
 /// Accepted connections, at most `limits.max_connections` open at once: past that, new ones
 /// wait in the kernel's listen backlog. Running out of file descriptors slows accepting down
-/// (with a warning) instead of spinning on the error.
+/// (with a warning) instead of spinning on the error. When `stop` turns true the listening
+/// socket is closed at once, so that new connections are refused (and clients such as OLM's
+/// try elsewhere or later) while the calls in progress finish.
 pub(crate) fn incoming(
     listener: TcpListener,
     limits: Arc<Limits>,
+    stop: watch::Receiver<bool>,
 ) -> impl Stream<Item = Result<Conn, std::convert::Infallible>> {
     let (tx, rx) = mpsc::channel(1);
-    let task = tokio::spawn(accept_loop(listener, limits, tx));
+    let task = tokio::spawn(accept_loop(listener, limits, tx, stop));
     Incoming {
         conns: ReceiverStream::new(rx),
         _task: AbortOnDrop(task),
@@ -134,7 +137,8 @@ impl Stream for Incoming {
     }
 }
 
-/// Stops accepting (and closes the listener) when the server drops its incoming stream.
+/// Stops accepting if the server drops its incoming stream before a stop (its transport
+/// failed).
 struct AbortOnDrop(tokio::task::JoinHandle<()>);
 
 impl Drop for AbortOnDrop {
@@ -143,7 +147,26 @@ impl Drop for AbortOnDrop {
     }
 }
 
-async fn accept_loop(listener: TcpListener, limits: Arc<Limits>, tx: mpsc::Sender<Conn>) {
+/// Accepts until `stop`, then returns, which closes the listener. The server keeps its
+/// incoming stream (and so this task's channel) until its last connection ends, so the stop
+/// cannot wait for the stream to be dropped: the kernel would go on completing handshakes
+/// that nobody answers until the grace period ends.
+async fn accept_loop(
+    listener: TcpListener,
+    limits: Arc<Limits>,
+    tx: mpsc::Sender<Conn>,
+    mut stop: watch::Receiver<bool>,
+) {
+    let stopping = async move {
+        let _ = stop.wait_for(|stopping| *stopping).await;
+    };
+    tokio::select! {
+        () = accept_until_closed(&listener, &limits, &tx) => {}
+        () = stopping => debug!("stopped accepting connections"),
+    }
+}
+
+async fn accept_until_closed(listener: &TcpListener, limits: &Limits, tx: &mpsc::Sender<Conn>) {
     let slots = Arc::new(Semaphore::new(limits.max_connections));
     let buffered_total = Arc::new(Semaphore::new(limits.total_buffer_kib() as usize));
     let mut backoff = Duration::ZERO;
@@ -164,6 +187,10 @@ async fn accept_loop(listener: TcpListener, limits: Arc<Limits>, tx: mpsc::Sende
                     Err(_) => return,
                 }
             }
+        };
+        // Room in the channel first, so that an accepted connection never waits in it.
+        let Ok(room) = tx.reserve().await else {
+            return;
         };
         let stream = match listener.accept().await {
             Ok((stream, _)) => {
@@ -189,10 +216,7 @@ async fn accept_loop(listener: TcpListener, limits: Arc<Limits>, tx: mpsc::Sende
             warned_full = false;
         }
         let _ = stream.set_nodelay(true);
-        let conn = Conn::new(stream, slot, &limits, buffered_total.clone());
-        if tx.send(conn).await.is_err() {
-            return;
-        }
+        room.send(Conn::new(stream, slot, limits, buffered_total.clone()));
     }
 }
 

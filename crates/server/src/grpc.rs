@@ -105,7 +105,7 @@ pub(crate) fn start(
         .add_service(HealthServer::new(health))
         .add_service(reflection_v1)
         .add_service(reflection_v1alpha);
-    let incoming = connection::incoming(listener, Arc::new(limits));
+    let incoming = connection::incoming(listener, Arc::new(limits), stop.clone());
     Ok(tokio::spawn(router.serve_with_incoming_shutdown(
         incoming,
         async move {
