@@ -14,6 +14,8 @@ FROM debian:bookworm-slim
 COPY --from=build /src/target/release/olm-registry /usr/bin/olm-registry
 # OLM probes catalog pods with grpc_health_probe; the binary answers to that name too.
 RUN ln -s /usr/bin/olm-registry /bin/grpc_health_probe
+# OLM's bundle unpack Job runs `opm alpha bundle extract` in its --opmImage: this image can be it.
+RUN ln -s /usr/bin/olm-registry /bin/opm
 RUN mkdir -p /configs /tmp/cache && chown 65532:65532 /tmp/cache
 USER 65532:65532
 EXPOSE 50051

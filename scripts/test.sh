@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs the whole test suite: installs what the tests need when it is missing (a real OCI
 # registry, htpasswd and openssl for the image tests, rsvg-convert for the SVG pictures,
-# Prometheus and promtool for the metrics tests, kubernetes-validate for the deploy/ files),
+# Prometheus and promtool for the metrics tests, etcd for the control-plane tests,
+# kubernetes-validate for the deploy/ files),
 # builds once, and runs every test in parallel with cargo-nextest (plain `cargo test` where
 # nextest is absent), after a short run of every fuzz target (scripts/fuzz-smoke.sh). Extra
 # arguments go to the test runner.
@@ -14,6 +15,8 @@ command -v htpasswd >/dev/null || missing+=(apache2-utils)
 command -v openssl >/dev/null || missing+=(openssl)
 command -v rsvg-convert >/dev/null || missing+=(librsvg2-bin)
 command -v prometheus >/dev/null || missing+=(prometheus)
+# etcd for the real control plane of tests/it/common/control_plane.rs.
+command -v etcd >/dev/null || missing+=(etcd-server)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "installing test dependencies: ${missing[*]}"
   sudo=""

@@ -1,6 +1,7 @@
 //! The command line. Each command is a thin call into the modules that do the work; where
 //! opm has the same command, its flags and defaults are accepted (opm-cli.md).
 mod add;
+mod alpha;
 mod build;
 mod diff;
 mod images;
@@ -83,6 +84,7 @@ enum Command {
     Resolve(resolve::ResolveArgs),
     Mirror(mirror::MirrorArgs),
     Diff(diff::DiffArgs),
+    Alpha(alpha::AlphaArgs),
     /// Check a server's health like grpc_health_probe (also runs when invoked as `grpc_health_probe`).
     HealthProbe {
         /// grpc_health_probe flags, e.g. -addr=:50051 -service=Registry -connect-timeout=1s -rpc-timeout=1s;
@@ -104,8 +106,15 @@ pub fn main() -> i32 {
     if program == Some(probe::PROGRAM) {
         return probe::run(&args[1..]);
     }
+    // Under any other name (`opm` included: OLM's bundle unpack Job runs
+    // `opm alpha bundle extract`) the command line is the same; clap names the program in
+    // usage lines after argv[0].
     let cli = Cli::parse();
-    let debug = matches!(&cli.command, Command::Serve(a) if a.debug);
+    let debug = match &cli.command {
+        Command::Serve(a) => a.debug,
+        Command::Alpha(a) => a.debug(),
+        _ => false,
+    };
     let telemetry = init_logging(debug, cli.log_format);
     let code = run(cli);
     if let Some(t) = telemetry {
@@ -138,6 +147,7 @@ fn run(cli: Cli) -> i32 {
         Command::Resolve(args) => resolve::run(args, cli.use_http, cli.skip_tls_verify),
         Command::Mirror(args) => mirror::run(args, cli.use_http, cli.skip_tls_verify),
         Command::Diff(args) => diff::run(args, cli.use_http, cli.skip_tls_verify),
+        Command::Alpha(args) => alpha::run(args),
         Command::HealthProbe { args } => probe::run(&args),
         Command::Version => {
             println!("olm-registry {}", env!("CARGO_PKG_VERSION"));

@@ -21,6 +21,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     ),
     ("store", &["api", "catalog", "unfinished"]),
     ("resolve", &["catalog"]),
+    ("cluster", &["bundle"]),
     ("author", &["catalog", "source"]),
     ("mirror", &["catalog", "image", "source", "unfinished"]),
     (
@@ -42,6 +43,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "author",
             "bundle",
             "catalog",
+            "cluster",
             "image",
             "mirror",
             "resolve",

@@ -9,7 +9,10 @@
 //! - [`migrate`] holds the FBC migrations (`--migrate-level`).
 //! - [`package_manifests`] and [`sqlite`] convert the legacy catalog formats (telling the
 //!   input kinds apart is the `source` crate's).
+//! - [`configmap`] is a bundle directory as the ConfigMap OLM's unpack Job writes
+//!   (`alpha bundle extract`).
 //! - [`Error`] says why any of them could not be read.
+pub mod configmap;
 pub mod content;
 pub mod csv;
 mod dependencies;

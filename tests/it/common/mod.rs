@@ -1,6 +1,7 @@
 //! Test harness: runs the real `olm-registry` binary on an ephemeral 127.0.0.1 port and talks
 //! to it with real gRPC clients.
 
+pub mod control_plane;
 pub mod pki;
 pub mod prometheus;
 pub mod proxy;

@@ -1,0 +1,269 @@
+//! A real Kubernetes control plane on loopback: etcd (Debian's `etcd-server`, which
+//! `scripts/test.sh` installs) and the kube-apiserver of `../shared/tools/olm-e2e`, started by
+//! that directory's `control-plane.sh` on free 127.0.0.1 ports chosen here, so that several
+//! tests can each run their own at once. Nothing binds outside loopback, so no network
+//! namespace is needed. Without the tools directory a test skips, loudly.
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{Api, PostParams};
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// How long a CRD may take to be Established (a bound, not a sleep).
+const PATIENCE: Duration = Duration::from_secs(60);
+
+/// Tries at starting, each on new ports: a port found free may be taken by another test
+/// before etcd or the API server binds it.
+const STARTS: usize = 3;
+
+pub struct ControlPlane {
+    /// Data, logs (`etcd.log`, `apiserver.log`), certificates and binaries of this control plane.
+    pub dir: tempfile::TempDir,
+    /// An admin kubeconfig (static token; TLS not verified).
+    pub kubeconfig: PathBuf,
+    /// The admin's bearer token (group system:masters; authorization is AlwaysAllow).
+    pub token: String,
+    /// The API server's port on 127.0.0.1.
+    pub api_port: u16,
+    /// The API server's serving certificate (`DIR/certs/apiserver.crt`), for clients that
+    /// verify it (an in-cluster `ca.crt`).
+    pub ca_file: PathBuf,
+}
+
+impl ControlPlane {
+    /// Starts etcd and kube-apiserver and waits until the API server is ready. None (after
+    /// a loud SKIPPED line) only when the tools directory is absent; panics with the logs
+    /// otherwise if it cannot start.
+    pub fn start() -> Option<ControlPlane> {
+        let Some(tools) = ControlPlane::tools() else {
+            eprintln!(
+                "\n!!! SKIPPED: ../shared/tools/olm-e2e absent; this test needs a real control plane !!!\n"
+            );
+            return None;
+        };
+        let binaries = unpacked_binaries(&tools);
+        let mut failures = Vec::new();
+        for _ in 0..STARTS {
+            let dir = tempfile::Builder::new()
+                .prefix("control-plane-")
+                .tempdir()
+                .unwrap();
+            // The script unpacks a binary only when DIR/bin lacks it: links to the copies
+            // unpacked once for every test spare each control plane ~300 MB and seconds.
+            let bin = dir.path().join("bin");
+            std::fs::create_dir(&bin).unwrap();
+            for (name, path) in &binaries {
+                std::os::unix::fs::symlink(path, bin.join(name)).unwrap();
+            }
+            let [etcd, peer, api] = free_ports();
+            let out = Command::new(tools.join("control-plane.sh"))
+                .arg("up")
+                .arg(dir.path())
+                .env("ETCD_PORT", etcd.to_string())
+                .env("ETCD_PEER_PORT", peer.to_string())
+                .env("APISERVER_PORT", api.to_string())
+                .stdin(Stdio::null())
+                .output()
+                .expect("run control-plane.sh");
+            let stdout = String::from_utf8_lossy(&out.stdout);
+            let value = |key: &str| {
+                stdout
+                    .lines()
+                    .find_map(|l| l.strip_prefix(key)?.strip_prefix('='))
+                    .map(str::to_owned)
+            };
+            if out.status.success() {
+                let plane = ControlPlane {
+                    kubeconfig: PathBuf::from(value("KUBECONFIG").expect("KUBECONFIG= line")),
+                    token: value("TOKEN").expect("TOKEN= line"),
+                    api_port: api,
+                    ca_file: dir.path().join("certs/apiserver.crt"),
+                    dir,
+                };
+                assert!(
+                    plane.ca_file.is_file(),
+                    "{} missing",
+                    plane.ca_file.display()
+                );
+                return Some(plane);
+            }
+            let logs = logs(dir.path());
+            let failure = format!(
+                "control-plane.sh up {} failed ({}):\n{}{}\n{logs}",
+                dir.path().display(),
+                out.status,
+                stdout,
+                String::from_utf8_lossy(&out.stderr),
+            );
+            // `up` stopped what it started; only a port taken meanwhile is worth another try.
+            if !logs.contains("address already in use") {
+                panic!("{failure}");
+            }
+            failures.push(failure);
+        }
+        panic!("{}", failures.join("\n\n"));
+    }
+
+    /// The olm-e2e tools directory (`../shared/tools/olm-e2e` beside the repository), if there.
+    pub fn tools() -> Option<PathBuf> {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/tools/olm-e2e");
+        path.join("control-plane.sh").is_file().then_some(path)
+    }
+
+    /// An unpacked binary of the tools (`kube-apiserver`, `catalog-operator`, `olm-operator`,
+    /// `package-server`).
+    pub fn bin(&self, name: &str) -> PathBuf {
+        self.dir.path().join("bin").join(name)
+    }
+
+    /// Creates every CustomResourceDefinition of the YAML files in `dir` and waits until each
+    /// is Established. Callable from a test's async runtime: the work runs on its own thread.
+    pub fn apply_crds(&self, dir: &Path) {
+        let mut crds = Vec::new();
+        let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+            .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|e| e == "yaml" || e == "yml"))
+            .collect();
+        files.sort();
+        for file in &files {
+            let text = std::fs::read_to_string(file).unwrap();
+            for doc in serde_yaml::Deserializer::from_str(&text) {
+                let value: serde_json::Value = serde::Deserialize::deserialize(doc)
+                    .unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+                if value.is_null() {
+                    continue;
+                }
+                let crd: CustomResourceDefinition = serde_json::from_value(value)
+                    .unwrap_or_else(|e| panic!("{}: not a CRD: {e}", file.display()));
+                crds.push(crd);
+            }
+        }
+        assert!(!crds.is_empty(), "no CRD in {}", dir.display());
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .unwrap()
+                    .block_on(self.create_crds(crds))
+            })
+            .join()
+            .unwrap()
+        });
+    }
+
+    async fn create_crds(&self, crds: Vec<CustomResourceDefinition>) {
+        let api: Api<CustomResourceDefinition> = Api::all(self.client().await);
+        let mut names = Vec::new();
+        for crd in crds {
+            let name = crd.metadata.name.clone().expect("CRD name");
+            api.create(&PostParams::default(), &crd)
+                .await
+                .unwrap_or_else(|e| panic!("create CRD {name}: {e}"));
+            names.push(name);
+        }
+        let deadline = Instant::now() + PATIENCE;
+        for name in names {
+            loop {
+                let crd = api.get(&name).await.unwrap();
+                let established = crd
+                    .status
+                    .and_then(|s| s.conditions)
+                    .unwrap_or_default()
+                    .iter()
+                    .any(|c| c.type_ == "Established" && c.status == "True");
+                if established {
+                    break;
+                }
+                assert!(
+                    Instant::now() < deadline,
+                    "CRD {name} not Established within {PATIENCE:?}"
+                );
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+    }
+
+    /// A client with the admin's kubeconfig.
+    pub async fn client(&self) -> kube::Client {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let kubeconfig = kube::config::Kubeconfig::read_from(&self.kubeconfig).unwrap();
+        let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
+            .await
+            .unwrap();
+        kube::Client::try_from(config).unwrap()
+    }
+}
+
+impl Drop for ControlPlane {
+    fn drop(&mut self) {
+        if let Some(tools) = ControlPlane::tools() {
+            let _ = Command::new(tools.join("control-plane.sh"))
+                .arg("down")
+                .arg(self.dir.path())
+                .stdin(Stdio::null())
+                .status();
+        }
+    }
+}
+
+/// Three ports free on 127.0.0.1 now, all different (the listeners are held until all three
+/// are chosen).
+fn free_ports() -> [u16; 3] {
+    let listeners: Vec<TcpListener> = (0..3)
+        .map(|_| TcpListener::bind("127.0.0.1:0").unwrap())
+        .collect();
+    std::array::from_fn(|i| listeners[i].local_addr().unwrap().port())
+}
+
+/// The tail of the control plane's logs, for a failure message.
+fn logs(dir: &Path) -> String {
+    ["etcd.log", "apiserver.log"]
+        .iter()
+        .map(|name| {
+            let text = std::fs::read_to_string(dir.join(name)).unwrap_or_default();
+            let lines: Vec<&str> = text.lines().collect();
+            let tail = lines[lines.len().saturating_sub(40)..].join("\n");
+            format!("--- {name} (last 40 lines) ---\n{tail}")
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Every `bin/*.gz` of the tools, unpacked once into the target directory (keyed by the
+/// tools' SHA256SUMS, so new tools are unpacked anew): name and path.
+fn unpacked_binaries(tools: &Path) -> Vec<(String, PathBuf)> {
+    use sha2::Digest;
+    let sums = std::fs::read(tools.join("bin/SHA256SUMS")).unwrap_or_default();
+    let key = sha2::Sha256::digest(&sums);
+    let cache = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!(
+        "olm-e2e-bin-{:x}",
+        u64::from_be_bytes(key[..8].try_into().unwrap())
+    ));
+    std::fs::create_dir_all(&cache).unwrap();
+    let mut binaries = Vec::new();
+    let mut gz: Vec<PathBuf> = std::fs::read_dir(tools.join("bin"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "gz"))
+        .collect();
+    gz.sort();
+    for file in gz {
+        let name = file.file_stem().unwrap().to_str().unwrap().to_owned();
+        let target = cache.join(&name);
+        if !target.exists() {
+            // Unpacked under a name of its own and renamed into place: tests running at once
+            // never see (or run) a half-written binary.
+            let mut part = tempfile::NamedTempFile::new_in(&cache).unwrap();
+            let mut gz = flate2::read::GzDecoder::new(std::fs::File::open(&file).unwrap());
+            std::io::copy(&mut gz, &mut part).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(part.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+            part.persist(&target).unwrap();
+        }
+        binaries.push((name, target));
+    }
+    binaries
+}
