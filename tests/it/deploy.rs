@@ -3,7 +3,11 @@
 //! cluster needed), and the pieces that refer to each other agree (ports, names, labels, the
 //! command line).
 
+use crate::common;
+use crate::common::control_plane::ControlPlane;
+use crate::common::kube::Kube;
 use serde::Deserialize;
+use serde_json::json;
 use serde_yaml::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -175,4 +179,100 @@ fn ports_names_labels_and_command_line_agree() {
         service["metadata"]["namespace"].as_str().unwrap()
     );
     assert_eq!(served["spec"]["address"].as_str(), Some(address.as_str()));
+}
+
+/// Every document of every file in `deploy/` is created in a real kube-apiserver (with the CRDs
+/// it needs: OLM's CatalogSource, the Prometheus Operator's ServiceMonitor from a real bundle)
+/// with strict field validation, and read back holding every field the file gives, unchanged:
+/// nothing unknown, mistyped or pruned.
+#[tokio::test]
+async fn deploy_files_are_accepted_by_a_real_api_server() {
+    let Some(cp) = ControlPlane::start() else {
+        return;
+    };
+    let tools = ControlPlane::tools().unwrap();
+    cp.apply_crds(&tools.join("crds"));
+    let monitoring = tempfile::tempdir().unwrap();
+    let servicemonitor_crd = common::shared_testdata(
+        "real/bundles/prometheus/0.56.3/manifests/monitoring.coreos.com_servicemonitors.yaml",
+    )
+    .expect("../shared/testdata/real is absent");
+    std::fs::copy(
+        &servicemonitor_crd,
+        monitoring.path().join("servicemonitors.yaml"),
+    )
+    .unwrap();
+    cp.apply_crds(monitoring.path());
+    let kube = Kube(cp.client().await);
+    kube.create(
+        "/api/v1/namespaces",
+        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "olm"}}),
+    )
+    .await;
+    let mut files: Vec<PathBuf> = std::fs::read_dir(deploy(""))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
+        .collect();
+    files.sort();
+    let mut created = 0;
+    for file in &files {
+        let name = file.file_name().unwrap().to_str().unwrap();
+        for doc in documents(name) {
+            let doc: serde_json::Value = serde_json::to_value(&doc).unwrap();
+            let collection = collection_path(&doc);
+            kube.create(&format!("{collection}?fieldValidation=Strict"), doc.clone())
+                .await;
+            let stored = kube
+                .get(&format!(
+                    "{collection}/{}",
+                    doc["metadata"]["name"].as_str().unwrap()
+                ))
+                .await
+                .unwrap();
+            assert_kept(&doc, &stored, &format!("{name}: {}", doc["kind"]));
+            created += 1;
+        }
+    }
+    // deployment.yaml (Deployment, Service), catalogsource.yaml (two), servicemonitor.yaml.
+    assert_eq!(created, 5);
+}
+
+/// The REST collection an object of deploy/ is created in.
+fn collection_path(doc: &serde_json::Value) -> String {
+    let ns = doc["metadata"]["namespace"].as_str().expect("a namespace");
+    let plural = match doc["kind"].as_str().unwrap() {
+        "Deployment" => "deployments",
+        "Service" => "services",
+        "CatalogSource" => "catalogsources",
+        "ServiceMonitor" => "servicemonitors",
+        other => panic!("deploy/ has a {other}: add its plural here"),
+    };
+    match doc["apiVersion"].as_str().unwrap() {
+        "v1" => format!("/api/v1/namespaces/{ns}/{plural}"),
+        group_version => format!("/apis/{group_version}/namespaces/{ns}/{plural}"),
+    }
+}
+
+/// Every field of `given` is in `stored` with the same value (the server may add defaults).
+fn assert_kept(given: &serde_json::Value, stored: &serde_json::Value, at: &str) {
+    use serde_json::Value as J;
+    match (given, stored) {
+        (J::Object(g), J::Object(s)) => {
+            for (k, v) in g {
+                let at = format!("{at}.{k}");
+                let kept = s
+                    .get(k)
+                    .unwrap_or_else(|| panic!("{at}: dropped by the API server"));
+                assert_kept(v, kept, &at);
+            }
+        }
+        (J::Array(g), J::Array(s)) => {
+            assert_eq!(g.len(), s.len(), "{at}: length");
+            for (i, (g, s)) in g.iter().zip(s).enumerate() {
+                assert_kept(g, s, &format!("{at}[{i}]"));
+            }
+        }
+        _ => assert_eq!(given, stored, "{at}"),
+    }
 }

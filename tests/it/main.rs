@@ -25,6 +25,7 @@ mod migrate;
 mod mirror;
 mod mirror_filter;
 mod observability;
+mod olm_e2e;
 mod probe_http;
 mod real_catalogs;
 mod render;

@@ -2,6 +2,7 @@
 //! to it with real gRPC clients.
 
 pub mod control_plane;
+pub mod kube;
 pub mod pki;
 pub mod prometheus;
 pub mod proxy;
@@ -64,13 +65,23 @@ impl Server {
 
     /// The same, with `command` as the program (a wrapper that sets limits, say, and runs
     /// its arguments).
-    pub fn start_with(mut command: Command, catalog: &Path, extra: &[&str]) -> Server {
+    pub fn start_with(command: Command, catalog: &Path, extra: &[&str]) -> Server {
+        Server::launch(command, catalog, "127.0.0.1:0", extra)
+    }
+
+    /// Starts `serve <catalog>` on `addr` (HOST:PORT), e.g. to restart a server where its
+    /// clients know it.
+    pub fn start_at(catalog: &Path, addr: &str, extra: &[&str]) -> Server {
+        Server::launch(Command::new(BIN), catalog, addr, extra)
+    }
+
+    fn launch(mut command: Command, catalog: &Path, addr: &str, extra: &[&str]) -> Server {
         let dir = tempfile::tempdir().unwrap();
         let termination_log = dir.path().join("termination-log");
         let mut child = command
             .arg("serve")
             .arg(catalog)
-            .args(["-p", "127.0.0.1:0", "-t"])
+            .args(["-p", addr, "-t"])
             .arg(&termination_log)
             .args(extra)
             .env("RUST_LOG", "info")
