@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs the whole test suite: installs what the tests need when it is missing (a real OCI
 # registry, htpasswd and openssl for the image tests, rsvg-convert for the SVG pictures,
-# Prometheus and promtool for the metrics tests, kubernetes-validate for the deploy/ files),
+# Prometheus and promtool for the metrics tests, kubernetes-validate for the deploy/ files,
+# podman and runc to run the catalog image as a cluster would),
 # builds once, and runs every test in parallel with cargo-nextest (plain `cargo test` where
 # nextest is absent), after a short run of every fuzz target (scripts/fuzz-smoke.sh). Extra
 # arguments go to the test runner.
@@ -14,6 +15,14 @@ command -v htpasswd >/dev/null || missing+=(apache2-utils)
 command -v openssl >/dev/null || missing+=(openssl)
 command -v rsvg-convert >/dev/null || missing+=(librsvg2-bin)
 command -v prometheus >/dev/null || missing+=(prometheus)
+# tests/it/container.rs: podman runs the catalog image with runc (crun refuses hybrid cgroup
+# layouts); the rest is what podman uses for rootless runs and overlay storage without kernel
+# support, installed too so that a developer who is not root can run the same test.
+command -v podman >/dev/null || missing+=(podman)
+command -v runc >/dev/null || missing+=(runc)
+command -v newuidmap >/dev/null || missing+=(uidmap)
+command -v slirp4netns >/dev/null || missing+=(slirp4netns)
+command -v fuse-overlayfs >/dev/null || missing+=(fuse-overlayfs)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "installing test dependencies: ${missing[*]}"
   sudo=""

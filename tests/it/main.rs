@@ -13,6 +13,7 @@ mod bundle_validation;
 mod cache;
 mod catalogd_http;
 mod conformance;
+mod container;
 mod deploy;
 mod extra_vectors;
 mod hostile_files;

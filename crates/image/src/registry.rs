@@ -432,8 +432,9 @@ impl Registry {
         match to {
             ImageRef::Layout { dir, tag } => {
                 let layout = Layout::create(dir).map_err(local)?;
-                layout.write_blob(&image.config).map_err(local)?;
-                layout.write_blob(&image.layer).map_err(local)?;
+                for blob in std::iter::once(&image.config).chain(&image.layers) {
+                    layout.write_blob(blob).map_err(local)?;
+                }
                 layout
                     .add_manifest(
                         &image.manifest,
@@ -451,7 +452,7 @@ impl Registry {
                         .auth(r, &auth, oci_client::RegistryOperation::Push)
                 })
                 .await?;
-                for blob in [&image.config, &image.layer] {
+                for blob in std::iter::once(&image.config).chain(&image.layers) {
                     let digest = digest_of(blob);
                     if !retry(&what, || self.client.blob_exists(r, &digest)).await? {
                         retry(&what, || self.client.push_blob(r, blob.clone(), &digest)).await?;
