@@ -429,7 +429,7 @@ fn the_catalog_image_holds_the_server_the_catalog_and_its_index() {
             "Labels": {"operators.operatorframework.io.index.configs.v1": "/configs"},
         })
     );
-    let layers: Vec<BTreeMap<String, (char, u32, Vec<u8>)>> = manifest["layers"]
+    let layers: Vec<Entries> = manifest["layers"]
         .as_array()
         .unwrap()
         .iter()
@@ -506,7 +506,9 @@ fn the_catalog_image_holds_the_server_the_catalog_and_its_index() {
 }
 
 /// A layer's entries: path → (tar type, mode, content or link target).
-fn entries(gz: &[u8]) -> BTreeMap<String, (char, u32, Vec<u8>)> {
+type Entries = BTreeMap<String, (char, u32, Vec<u8>)>;
+
+fn entries(gz: &[u8]) -> Entries {
     let mut tar = tar::Archive::new(flate2::read::GzDecoder::new(gz));
     tar.entries()
         .unwrap()
