@@ -55,6 +55,12 @@ enum BuildKind {
         /// itself (the running executable).
         #[arg(long, value_name = "PATH", requires = "server")]
         server_binary: Option<PathBuf>,
+        /// Build on this image (a registry reference) instead of on nothing: it must be able to
+        /// run the server binary (a glibc at least as new as the build machine's, for a
+        /// dynamically linked one; CA certificates for pulls over TLS). Only the binary is added
+        /// then, not its libraries; the base's environment and user are kept.
+        #[arg(long, value_name = "REF", requires = "server")]
+        base_image: Option<String>,
         #[command(flatten)]
         image: ImageArgs,
     },
@@ -76,6 +82,7 @@ fn build(args: BuildArgs, use_http: bool, skip_tls_verify: bool) -> Result<(), S
             labels,
             server,
             server_binary,
+            base_image,
             image,
         } => {
             let labels = labels
@@ -93,6 +100,7 @@ fn build(args: BuildArgs, use_http: bool, skip_tls_verify: bool) -> Result<(), S
                 Some(ServerImage {
                     binary: &binary,
                     cache_dir: index_dir.path(),
+                    base_image: base_image.as_deref(),
                 })
             } else {
                 None

@@ -556,3 +556,121 @@ fn a_server_binary_that_is_not_an_executable_is_refused() {
     );
     assert!(!layout.exists());
 }
+
+/// `--base-image`: the catalog image built on a base the test makes as Debian's images are laid
+/// out (`/bin` a link to `usr/bin`; this machine's loader and C library where Debian keeps them;
+/// an environment variable and a user of its own). The base's layer comes first, unchanged; its
+/// environment and user stay; only the binary is added, through the base's `/bin` link; and the
+/// server runs with the base's libraries under the same restrictions.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_catalog_image_on_a_base_image_runs_with_the_bases_libraries() {
+    let reg = TestRegistry::plain();
+    let work = tempfile::tempdir().unwrap();
+    let mut base = image::LayerBuilder::default();
+    for dir in [
+        "/etc",
+        "/lib64",
+        "/usr",
+        "/usr/bin",
+        "/usr/lib",
+        "/usr/lib/x86_64-linux-gnu",
+    ] {
+        base.dir(dir, 0o755).unwrap();
+    }
+    base.dir("/tmp", 0o1777).unwrap();
+    base.symlink("/bin", "usr/bin").unwrap();
+    // ldd's reading of the binary: `NAME => PATH (ADDR)` for libraries, `PATH (ADDR)` for the
+    // loader.
+    let ldd = Command::new("ldd").arg(BIN).output().unwrap();
+    for line in String::from_utf8_lossy(&ldd.stdout).lines() {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let (place, host) = match words.as_slice() {
+            [name, "=>", path, _] => (format!("/usr/lib/x86_64-linux-gnu/{name}"), *path),
+            [path, _] if path.starts_with('/') => (path.to_string(), *path),
+            _ => continue,
+        };
+        base.file(&place, &std::fs::read(host).unwrap(), 0o755)
+            .unwrap();
+    }
+    let base = base.finish().unwrap();
+    let base_diff_id = base.diff_id.clone();
+    let run_config = image::RunConfig {
+        env: vec!["PATH=/usr/bin".into(), "FROM_BASE=yes".into()],
+        user: "65532".into(),
+        ..Default::default()
+    };
+    let labels = BTreeMap::from([("from-base".to_owned(), "yes".to_owned())]);
+    let base_image = image::assemble(None, vec![base], &labels, &run_config);
+    let registry = image::Registry::new(&image::ClientOptions {
+        insecure_registries: vec![reg.addr.clone()],
+        cache_dir: work.path().join("cache"),
+        ..Default::default()
+    })
+    .unwrap();
+    let base_ref = format!("{}/bases/debian-like:v1", reg.addr);
+    registry
+        .push(&base_image, &image::ImageRef::parse(&base_ref).unwrap())
+        .await
+        .unwrap();
+
+    let reference = format!("{}/catalogs/on-base:v1", reg.addr);
+    let (code, _, stderr) = run(&[
+        "build",
+        "catalog",
+        example().to_str().unwrap(),
+        "--tag",
+        &reference,
+        "--server",
+        "--base-image",
+        &base_ref,
+        "--insecure-registry",
+        &reg.addr,
+        "--image-cache-dir",
+        work.path().join("build-cache").to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+
+    let podman = Podman::new();
+    podman.ok(&["pull", "--quiet", "--tls-verify=false", &reference]);
+    let inspect = |format: &str| podman.ok(&["image", "inspect", "-f", format, &reference]);
+    let config: serde_json::Value = serde_json::from_str(&inspect("{{json .Config}}")).unwrap();
+    assert_eq!(
+        config,
+        serde_json::json!({
+            "Entrypoint": ["/bin/opm"],
+            "Cmd": ["serve", "/configs", "--cache-dir=/tmp/cache"],
+            "Env": ["PATH=/usr/bin", "FROM_BASE=yes"],
+            "User": "65532",
+            "ExposedPorts": {"50051/tcp": {}},
+            "Labels": {
+                "from-base": "yes",
+                "operators.operatorframework.io.index.configs.v1": "/configs"
+            },
+        })
+    );
+    let layers: Vec<String> = serde_json::from_str(&inspect("{{json .RootFS.Layers}}")).unwrap();
+    assert_eq!(
+        (layers.len(), layers[0].as_str()),
+        (3, base_diff_id.as_str())
+    );
+
+    let direct = Server::serving(&example(), &[]).await;
+    let want = answers(&direct.addr).await;
+    let port = free_port();
+    let name = "on-base";
+    let mut args: Vec<String> = ["run", "--detach", "--name", name, "--tmpfs=/tmp"]
+        .map(str::to_owned)
+        .to_vec();
+    args.extend(restricted());
+    args.push(format!("--publish=127.0.0.1:{port}:50051"));
+    args.push(reference.clone());
+    let started = Instant::now();
+    podman.ok(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    let addr = format!("127.0.0.1:{port}");
+    wait_serving(&addr, started).await;
+    assert_eq!(podman.probe(name, ":50051"), 0, "{}", podman.logs(name));
+    let log = podman.logs(name);
+    assert!(log.contains(r#"start="warm""#), "{log}");
+    assert_eq!(answers(&addr).await, want);
+    assert_eq!(podman.stop(name).0, "0", "{}", podman.logs(name));
+}

@@ -14,14 +14,69 @@ use serde_json::json;
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// An image ready to be pushed or written to a layout.
 pub struct BuiltImage {
     pub config: Vec<u8>,
-    /// The compressed layers, bottom first.
+    /// The layers of the base image (none without one), below ours.
+    pub base_layers: Vec<BaseLayer>,
+    /// Our compressed layers, bottom first.
     pub layers: Vec<Vec<u8>>,
     pub manifest: Vec<u8>,
+}
+
+/// An image to build on (`--base-image`): its config as it is, and its layers as pulled.
+pub struct BaseImage {
+    pub config: serde_json::Value,
+    pub layers: Vec<BaseLayer>,
+}
+
+impl BaseImage {
+    /// Where `/dir` (e.g. `/bin`) really is in the base: the target of the link the topmost
+    /// layer that names it makes (`/usr/bin` in Debian, Fedora and UBI images), or `/dir`
+    /// itself. A layer of ours must put files there, not under `/dir`: laid over a link, a
+    /// directory of a higher layer hides it (and every file of the base behind it).
+    pub fn real_dir(&self, dir: &str) -> Result<String, Error> {
+        let name = dir.trim_matches('/');
+        let mut found = None;
+        for layer in &self.layers {
+            let file = std::fs::File::open(&layer.path).map_err(|e| io(layer.path.display(), e))?;
+            let mut tar = tar::Archive::new(flate2::read::GzDecoder::new(file));
+            let entries = tar.entries().map_err(|e| io(&layer.digest, e))?;
+            for entry in entries {
+                let entry = entry.map_err(|e| io(&layer.digest, e))?;
+                let path = entry.path().map_err(|e| io(&layer.digest, e))?;
+                if path
+                    .to_string_lossy()
+                    .trim_start_matches("./")
+                    .trim_end_matches('/')
+                    != name
+                {
+                    continue;
+                }
+                found = match entry.link_name().map_err(|e| io(&layer.digest, e))? {
+                    Some(target) if entry.header().entry_type().is_symlink() => {
+                        let target = target.to_string_lossy().into_owned();
+                        Some(match target.strip_prefix('/') {
+                            Some(absolute) => format!("/{absolute}"),
+                            None => format!("/{target}"),
+                        })
+                    }
+                    _ => None,
+                };
+            }
+        }
+        Ok(found.unwrap_or_else(|| format!("/{name}")))
+    }
+}
+
+/// One layer of a base image, in the local blob cache.
+pub struct BaseLayer {
+    pub media_type: String,
+    pub digest: String,
+    pub size: i64,
+    pub path: PathBuf,
 }
 
 impl BuiltImage {
@@ -130,20 +185,59 @@ pub fn build_image(
         layer.tree(source, target)?;
     }
     Ok(assemble(
+        None,
         vec![layer.finish()?],
         labels,
         &RunConfig::default(),
     ))
 }
 
-/// The image made of `layers` (bottom first), with `labels` and what it runs.
+/// The image made of `layers` (bottom first) on `base` (if any), with `labels` and what it
+/// runs. On a base, its config is kept and ours laid over it: labels and exposed ports are
+/// added, the entrypoint and command replaced, an environment variable or user the base sets
+/// is left as the base has it (the base was chosen for them).
 pub fn assemble(
+    base: Option<BaseImage>,
     layers: Vec<Layer>,
     labels: &BTreeMap<String, String>,
     run: &RunConfig,
 ) -> BuiltImage {
-    let mut config = serde_json::Map::new();
-    config.insert("Labels".into(), json!(labels));
+    let (mut whole, base_layers) = match base {
+        Some(b) => (b.config, b.layers),
+        None => (json!({"architecture": "amd64", "os": "linux"}), Vec::new()),
+    };
+    let mut config = whole["config"].as_object().cloned().unwrap_or_default();
+    let mut all_labels = config
+        .get("Labels")
+        .and_then(|l| l.as_object().cloned())
+        .unwrap_or_default();
+    all_labels.extend(labels.iter().map(|(k, v)| (k.clone(), json!(v))));
+    config.insert("Labels".into(), all_labels.into());
+    let base_env: Vec<String> = config
+        .get("Env")
+        .and_then(|e| serde_json::from_value(e.clone()).ok())
+        .unwrap_or_default();
+    let name = |e: &str| e.split('=').next().unwrap_or_default().to_owned();
+    let mut env = base_env.clone();
+    env.extend(
+        run.env
+            .iter()
+            .filter(|e| !base_env.iter().any(|b| name(b) == name(e)))
+            .cloned(),
+    );
+    let run = RunConfig {
+        env,
+        user: match config.get("User").and_then(|u| u.as_str()) {
+            Some(user) if !user.is_empty() => user.to_owned(),
+            _ => run.user.clone(),
+        },
+        ..run.clone()
+    };
+    let mut ports = config
+        .get("ExposedPorts")
+        .and_then(|p| p.as_object().cloned())
+        .unwrap_or_default();
+    ports.extend(run.exposed_ports.iter().map(|p| (p.clone(), json!({}))));
     if !run.entrypoint.is_empty() {
         config.insert("Entrypoint".into(), json!(run.entrypoint));
     }
@@ -156,27 +250,25 @@ pub fn assemble(
     if !run.user.is_empty() {
         config.insert("User".into(), json!(run.user));
     }
-    if !run.exposed_ports.is_empty() {
-        let ports: serde_json::Map<_, _> = run
-            .exposed_ports
-            .iter()
-            .map(|p| (p.clone(), json!({})))
-            .collect();
+    if !ports.is_empty() {
         config.insert("ExposedPorts".into(), ports.into());
     }
     let created_by = concat!("olm-registry ", env!("CARGO_PKG_VERSION"));
-    let config = json!({
-        "architecture": "amd64",
-        "os": "linux",
-        "config": config,
-        "rootfs": {"type": "layers", "diff_ids": layers.iter().map(|l| &l.diff_id).collect::<Vec<_>>()},
-        "history": layers.iter().map(|_| json!({"created_by": created_by})).collect::<Vec<_>>(),
-    })
-    .to_string()
-    .into_bytes();
-    let descriptors: Vec<_> = layers
+    let list = |v: &serde_json::Value| v.as_array().cloned().unwrap_or_default();
+    let mut diff_ids = list(&whole["rootfs"]["diff_ids"]);
+    diff_ids.extend(layers.iter().map(|l| json!(l.diff_id)));
+    let mut history = list(&whole["history"]);
+    history.extend(layers.iter().map(|_| json!({"created_by": created_by})));
+    whole["config"] = config.into();
+    whole["rootfs"] = json!({"type": "layers", "diff_ids": diff_ids});
+    whole["history"] = history.into();
+    let config = whole.to_string().into_bytes();
+    let descriptors: Vec<_> = base_layers
         .iter()
-        .map(|l| json!({"mediaType": IMAGE_LAYER_GZIP_MEDIA_TYPE, "digest": digest_of(&l.blob), "size": l.blob.len()}))
+        .map(|l| json!({"mediaType": l.media_type, "digest": l.digest, "size": l.size}))
+        .chain(layers.iter().map(|l| {
+            json!({"mediaType": IMAGE_LAYER_GZIP_MEDIA_TYPE, "digest": digest_of(&l.blob), "size": l.blob.len()})
+        }))
         .collect();
     let manifest = json!({
         "schemaVersion": 2,
@@ -188,6 +280,7 @@ pub fn assemble(
     .into_bytes();
     BuiltImage {
         config,
+        base_layers,
         layers: layers.into_iter().map(|l| l.blob).collect(),
         manifest,
     }

@@ -14,7 +14,9 @@ pub mod registry;
 pub mod remote;
 pub mod unpack;
 
-pub use create::{BuiltImage, Layer, LayerBuilder, RunConfig, assemble, build_image};
+pub use create::{
+    BaseImage, BaseLayer, BuiltImage, Layer, LayerBuilder, RunConfig, assemble, build_image,
+};
 pub use error::{Error, ErrorKind};
 pub use reference::ImageRef;
 pub use registry::{ClientOptions, Pulled, Registry, unpack};

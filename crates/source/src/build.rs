@@ -34,6 +34,9 @@ pub struct ServerImage<'a> {
     /// A directory holding the index built for the catalog, as `serve --cache-dir DIR
     /// --cache-only` leaves it.
     pub cache_dir: &'a Path,
+    /// An image to build on (a registry reference), which then supplies what the binary needs
+    /// to run (its C library, CA certificates): only the binary is added.
+    pub base_image: Option<&'a str>,
 }
 
 /// Where things are in a server image: opm's places, so that a CatalogSource, a Dockerfile
@@ -65,6 +68,8 @@ pub enum BuildError {
     Client(#[from] Error),
     #[error(transparent)]
     Push(::image::Error),
+    #[error(transparent)]
+    Base(::image::Error),
 }
 
 /// Where an image went: displayed as `reference@digest`.
@@ -85,16 +90,26 @@ pub fn build_and_push(
     tag: &str,
     images: &mut Images,
 ) -> Result<Pushed, BuildError> {
+    let target = ImageRef::parse(tag).map_err(BuildError::Tag)?;
+    let (runtime, registry) = images.get()?;
     let built = match source {
         ImageSource::Bundle(dir) => build_bundle(dir)?,
         ImageSource::Catalog {
             dir,
             labels,
             server,
-        } => build_catalog(dir, labels, server.as_ref())?,
+        } => {
+            let base = match server.as_ref().and_then(|s| s.base_image) {
+                Some(base) => {
+                    let base = ImageRef::parse(base).map_err(BuildError::Tag)?;
+                    let pulled = runtime.block_on(registry.pull_base(&base));
+                    Some(pulled.map_err(BuildError::Base)?)
+                }
+                None => None,
+            };
+            build_catalog(dir, labels, server.as_ref(), base)?
+        }
     };
-    let target = ImageRef::parse(tag).map_err(BuildError::Tag)?;
-    let (runtime, registry) = images.get()?;
     let digest = runtime
         .block_on(registry.push(&built, &target))
         .map_err(BuildError::Push)?;
@@ -132,6 +147,7 @@ fn build_catalog(
     dir: &Path,
     extra: &[(String, String)],
     server: Option<&ServerImage>,
+    base: Option<image::BaseImage>,
 ) -> Result<BuiltImage, BuildError> {
     if !dir.is_dir() {
         return Err(BuildError::NotADirectory(dir.to_owned()));
@@ -143,7 +159,11 @@ fn build_catalog(
     };
     // Two layers: the server, the same in every catalog image made from one binary (so a
     // registry stores it once), then the catalog and its index.
-    let runtime = server_layer(server.binary)?;
+    let bin_dir = match &base {
+        Some(base) => Some(base.real_dir("/bin").map_err(BuildError::Base)?),
+        None => None,
+    };
+    let runtime = server_layer(server.binary, bin_dir.as_deref())?;
     let mut catalog = LayerBuilder::default();
     catalog.tree(dir, CONFIGS_DIR).map_err(BuildError::Layer)?;
     // Written again in this layer, so that /tmp stays world-writable and sticky whatever is
@@ -163,7 +183,7 @@ fn build_catalog(
         user: SERVER_USER.to_owned(),
         exposed_ports: vec!["50051/tcp".to_owned()],
     };
-    Ok(assemble(layers, &labels, &run))
+    Ok(assemble(base, layers, &labels, &run))
 }
 
 /// Where distributions keep the CA bundle: Debian and its kin, Fedora and RHEL, openSUSE,
@@ -180,14 +200,35 @@ const CA_BUNDLE_IN_IMAGE: &str = "/etc/ssl/certs/ca-certificates.crt";
 /// start with nothing else in the image: its loader and shared libraries (none for a static
 /// build), `/etc/nsswitch.conf` (host names from `/etc/hosts`, then DNS, as opm's images say),
 /// this machine's CA certificates, and a `/tmp` anyone may write.
-fn server_layer(binary: &Path) -> Result<image::Layer, BuildError> {
+///
+/// On a base image only the binary and its links are added, in the directory the base's `/bin`
+/// really is (`base_bin`), and no directory entry: `/bin` is then still the base's.
+fn server_layer(binary: &Path, base_bin: Option<&str>) -> Result<image::Layer, BuildError> {
+    let alone = base_bin.is_none();
     let fail = |e: &dyn std::fmt::Display| BuildError::Server {
         binary: binary.to_owned(),
         message: e.to_string(),
     };
     let data = std::fs::read(binary).map_err(|e| fail(&e))?;
-    let runtime = image::elf::runtime_files(binary, &data).map_err(|e| fail(&e))?;
+    let runtime = match alone {
+        true => image::elf::runtime_files(binary, &data).map_err(|e| fail(&e))?,
+        false => Vec::new(),
+    };
     let mut files = vec![(SERVER_PATH.to_owned(), data)];
+    if !alone {
+        let mut layer = LayerBuilder::default();
+        let err = BuildError::Layer;
+        let bin = base_bin.unwrap_or("/bin");
+        layer
+            .file(&format!("{bin}/opm"), &files[0].1, 0o755)
+            .map_err(err)?;
+        for name in ["grpc_health_probe", "olm-registry"] {
+            layer
+                .symlink(&format!("{bin}/{name}"), "opm")
+                .map_err(err)?;
+        }
+        return layer.finish().map_err(err);
+    }
     for f in runtime {
         let bytes =
             std::fs::read(&f.host).map_err(|e| fail(&format!("{}: {e}", f.host.display())))?;
