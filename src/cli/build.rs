@@ -32,11 +32,13 @@ enum BuildKind {
     #[command(
         after_help = "With --server the image holds, beside /configs: the server binary at /bin/opm \
             (also answering as /bin/grpc_health_probe and /bin/olm-registry), with the dynamic loader \
-            and shared libraries it needs copied from this machine (none for a static build); the \
+            and shared libraries it needs and the CA bundle copied from this machine (no libraries \
+            for a static build); the \
             index pre-built at /tmp/cache (what `serve --cache-dir --cache-only` writes), so that it \
             starts warm, even on a read-only root; a world-writable /tmp (1777); ENTRYPOINT \
             [\"/bin/opm\"], CMD [\"serve\", \"/configs\", \"--cache-dir=/tmp/cache\"], user 1001, port \
-            50051. The catalog must load: the index is built from it before anything is pushed."
+            50051. With --base-image only the binary is added to the base (where its /bin really is). \
+            The catalog must load: the index is built from it before anything is pushed."
     )]
     Catalog {
         /// The FBC root directory.
@@ -48,7 +50,7 @@ enum BuildKind {
         #[arg(short = 'l', long = "extra-labels", value_name = "KEY=VALUE")]
         labels: Vec<String>,
         /// Put the server into the image with the catalog's index pre-built, so that the image
-        /// runs by itself (no base image, no container engine needed to build it).
+        /// runs by itself (on nothing, or on --base-image; no container engine needed).
         #[arg(long)]
         server: bool,
         /// The server executable to put into the image. Default: this olm-registry binary
