@@ -37,7 +37,7 @@ async fn main() {
     let image = build_image(&[(catalog.as_path(), "/configs")], &labels).unwrap();
     println!(
         "built image: layer {:.0} MiB (gzip) in {:.2} s",
-        image.layer.len() as f64 / 1048576.0,
+        image.layers[0].len() as f64 / 1048576.0,
         t.elapsed().as_secs_f64()
     );
     let target = ImageRef::parse(&format!("{}/bench/catalog:v1", reg.addr)).unwrap();

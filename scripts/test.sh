@@ -2,7 +2,8 @@
 # Runs the whole test suite: installs what the tests need when it is missing (a real OCI
 # registry, htpasswd and openssl for the image tests, rsvg-convert for the SVG pictures,
 # Prometheus and promtool for the metrics tests, etcd for the control-plane tests,
-# kubernetes-validate for the deploy/ files),
+# kubernetes-validate for the deploy/ files, podman and runc to run the catalog image as a
+# cluster would, iproute2 for the OLM end-to-end test's private network),
 # builds once, and runs every test in parallel with cargo-nextest (plain `cargo test` where
 # nextest is absent), after a short run of every fuzz target (scripts/fuzz-smoke.sh). Extra
 # arguments go to the test runner.
@@ -17,6 +18,16 @@ command -v rsvg-convert >/dev/null || missing+=(librsvg2-bin)
 command -v prometheus >/dev/null || missing+=(prometheus)
 # etcd for the real control plane of tests/it/common/control_plane.rs.
 command -v etcd >/dev/null || missing+=(etcd-server)
+# tests/it/olm_e2e: `ip link set lo up` in the test's own network namespace.
+command -v ip >/dev/null || missing+=(iproute2)
+# tests/it/container.rs: podman runs the catalog image with runc (crun refuses hybrid cgroup
+# layouts); the rest is what podman uses for rootless runs and overlay storage without kernel
+# support, installed too so that a developer who is not root can run the same test.
+command -v podman >/dev/null || missing+=(podman)
+command -v runc >/dev/null || missing+=(runc)
+command -v newuidmap >/dev/null || missing+=(uidmap)
+command -v slirp4netns >/dev/null || missing+=(slirp4netns)
+command -v fuse-overlayfs >/dev/null || missing+=(fuse-overlayfs)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "installing test dependencies: ${missing[*]}"
   sudo=""

@@ -388,3 +388,46 @@ fn cache_only_on_a_read_only_directory_fails() {
     assert!(stderr.contains(&expected), "{expected}\n{stderr}");
     assert!(!index_file(cache.path()).exists());
 }
+
+/// A pod with a read-only root filesystem and nothing writable mounted anywhere (no emptyDir,
+/// no tmpfs), whose image holds the index pre-built for its catalog: the server opens that
+/// index as it is, read-only, and serves at once — no private copy, no write anywhere.
+#[tokio::test]
+async fn a_valid_cache_on_a_read_only_filesystem_serves_warm_with_nothing_writable() {
+    use std::os::unix::fs::PermissionsExt;
+    let top = tempfile::tempdir().unwrap();
+    let (catalog, cache, tmp) = (
+        top.path().join("configs"),
+        top.path().join("cache"),
+        top.path().join("tmp"),
+    );
+    let example = example_copy();
+    std::fs::rename(example.path(), &catalog).unwrap();
+    std::fs::create_dir(&tmp).unwrap();
+    serve_once(&catalog, &cache).await;
+    let built = std::fs::read(index_file(&cache)).unwrap();
+    // Not root: write bits off everywhere (root is held by the read-only mount instead).
+    for d in [&catalog, &cache, &cache.join("olm-registry.v1"), &tmp] {
+        std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o555)).unwrap();
+    }
+
+    let (mut command, _) = with_read_only(top.path());
+    command.env("TMPDIR", &tmp);
+    let server = Server::start_with(command, &catalog, &["--cache-dir", cache.to_str().unwrap()]);
+    server
+        .wait_for_status(tonic_health::pb::health_check_response::ServingStatus::Serving)
+        .await;
+    assert_eq!(default_channel(&server, "queue-operator").await, "stable");
+    let log = server.log();
+    assert!(
+        log.contains(REUSED) && log.contains(r#"start="warm""#),
+        "{log}"
+    );
+    assert!(!log.contains(INGESTED) && !log.contains("private"), "{log}");
+    assert_eq!(std::fs::read(index_file(&cache)).unwrap(), built);
+    assert_eq!(std::fs::read_dir(&tmp).unwrap().count(), 0);
+    drop(server);
+    for d in [&catalog, &cache, &cache.join("olm-registry.v1"), &tmp] {
+        std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+}

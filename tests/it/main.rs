@@ -14,6 +14,7 @@ mod bundle_validation;
 mod cache;
 mod catalogd_http;
 mod conformance;
+mod container;
 mod control_plane;
 mod deploy;
 mod extra_vectors;

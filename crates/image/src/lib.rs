@@ -4,6 +4,7 @@
 mod auth;
 mod create;
 mod download;
+pub mod elf;
 mod error;
 pub mod layout;
 mod manifest;
@@ -13,7 +14,9 @@ pub mod registry;
 pub mod remote;
 pub mod unpack;
 
-pub use create::{BuiltImage, build_image};
+pub use create::{
+    BaseImage, BaseLayer, BuiltImage, Layer, LayerBuilder, RunConfig, assemble, build_image,
+};
 pub use error::{Error, ErrorKind};
 pub use reference::ImageRef;
 pub use registry::{ClientOptions, Pulled, Registry, unpack};

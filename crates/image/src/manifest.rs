@@ -74,7 +74,17 @@ impl ManifestFetcher {
             .connect_timeout(connect_timeout)
             .read_timeout(read_timeout)
             .build()
-            .map_err(|e| format!("setting up the registry client: {e}"))?;
+            .map_err(|e| {
+                // reqwest's own words are "builder error"; the cause (no CA certificates on
+                // this system, say) is in its sources.
+                let mut message = format!("setting up the registry client: {e}");
+                let mut source = std::error::Error::source(&e);
+                while let Some(cause) = source {
+                    message.push_str(&format!(": {cause}"));
+                    source = cause.source();
+                }
+                message
+            })?;
         Ok(ManifestFetcher {
             http,
             insecure: opts.insecure_registries.clone(),

@@ -5,7 +5,7 @@
 //! (connection errors, 5xx) are retried with backoff; the rest become one-line errors that
 //! say what failed and why.
 use super::auth::Credentials;
-use super::create::BuiltImage;
+use super::create::{BaseImage, BaseLayer, BuiltImage};
 use super::error::{Error, ErrorKind};
 use super::layout::{Layout, MAX_CONFIG_BYTES, MAX_MANIFEST_BYTES, digest_of};
 use super::manifest::ManifestFetcher;
@@ -427,13 +427,61 @@ impl Registry {
         path
     }
 
+    /// An image to build on: its manifest (of our platform), config and layers, pulled into
+    /// the blob cache. Only from a registry: the layers are pushed from the cache.
+    pub async fn pull_base(&self, image: &ImageRef) -> Result<BaseImage, Error> {
+        let ImageRef::Registry(r) = image else {
+            return Err(Error::new(
+                ErrorKind::Other,
+                format!("base image {image}: give a registry reference, not an OCI layout"),
+            ));
+        };
+        let what = format!("pull base image {}", r.whole());
+        let (manifest, _) = retry_remote(|| self.image_manifest(r, &what)).await?;
+        if u64::try_from(manifest.config.size).is_ok_and(|size| size > MAX_CONFIG_BYTES) {
+            return Err(invalid(format!(
+                "{what}: the image config is larger than {MAX_CONFIG_BYTES} bytes"
+            )));
+        }
+        self.fetch_blob(r, &manifest.config, &what).await?;
+        let config = self
+            .cache
+            .read_blob(&manifest.config.digest, MAX_CONFIG_BYTES)
+            .map_err(|e| local(format!("{what}: {e}")))?;
+        let config: serde_json::Value = serde_json::from_slice(&config)
+            .ok()
+            .filter(serde_json::Value::is_object)
+            .ok_or_else(|| invalid(format!("{what}: the image config is not a JSON object")))?;
+        let mut layers = Vec::new();
+        for layer in &manifest.layers {
+            let path = self.fetch_blob(r, layer, &what).await?;
+            layers.push(BaseLayer {
+                // The same bytes under OCI's name: the manifest we write is an OCI one.
+                media_type: match layer.media_type.as_str() {
+                    "application/vnd.docker.image.rootfs.diff.tar.gzip" => {
+                        oci_client::manifest::IMAGE_LAYER_GZIP_MEDIA_TYPE.to_owned()
+                    }
+                    other => other.to_owned(),
+                },
+                digest: layer.digest.clone(),
+                size: layer.size,
+                path,
+            });
+        }
+        Ok(BaseImage { config, layers })
+    }
+
     /// Pushes a built image; returns its manifest digest.
     pub async fn push(&self, image: &BuiltImage, to: &ImageRef) -> Result<String, Error> {
         match to {
             ImageRef::Layout { dir, tag } => {
                 let layout = Layout::create(dir).map_err(local)?;
-                layout.write_blob(&image.config).map_err(local)?;
-                layout.write_blob(&image.layer).map_err(local)?;
+                for blob in std::iter::once(&image.config).chain(&image.layers) {
+                    layout.write_blob(blob).map_err(local)?;
+                }
+                for layer in &image.base_layers {
+                    layout.write_blob(&read_base_layer(layer)?).map_err(local)?;
+                }
                 layout
                     .add_manifest(
                         &image.manifest,
@@ -451,7 +499,16 @@ impl Registry {
                         .auth(r, &auth, oci_client::RegistryOperation::Push)
                 })
                 .await?;
-                for blob in [&image.config, &image.layer] {
+                for layer in &image.base_layers {
+                    if !retry(&what, || self.client.blob_exists(r, &layer.digest)).await? {
+                        let blob = read_base_layer(layer)?;
+                        retry(&what, || {
+                            self.client.push_blob(r, blob.clone(), &layer.digest)
+                        })
+                        .await?;
+                    }
+                }
+                for blob in std::iter::once(&image.config).chain(&image.layers) {
                     let digest = digest_of(blob);
                     if !retry(&what, || self.client.blob_exists(r, &digest)).await? {
                         retry(&what, || self.client.push_blob(r, blob.clone(), &digest)).await?;
@@ -510,6 +567,10 @@ fn pull_layout(layout: &Layout, tag: Option<&str>) -> Result<Pulled, Error> {
         labels,
         layers,
     })
+}
+
+fn read_base_layer(layer: &BaseLayer) -> Result<Vec<u8>, Error> {
+    std::fs::read(&layer.path).map_err(|e| local(format!("{}: {e}", layer.path.display())))
 }
 
 /// Unpacks a pulled image's layers, in order, into `dest`.

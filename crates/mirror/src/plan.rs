@@ -286,7 +286,9 @@ pub(crate) fn rebuild_catalog(
     let labels = BTreeMap::from([(image::LABEL_FBC.to_owned(), "/configs".to_owned())]);
     let built = build_image(&[(dir.path(), "/configs")], &labels)?;
     staging.write_blob(&built.config)?;
-    staging.write_blob(&built.layer)?;
+    for layer in &built.layers {
+        staging.write_blob(layer)?;
+    }
     let digest = staging.write_blob(&built.manifest)?;
     let tag = match (&op.target_tag, source.tag()) {
         (Some(t), _) => t.clone(),

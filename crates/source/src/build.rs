@@ -1,10 +1,11 @@
 //! What `build` makes: bundle and catalog images built without a container engine (see
-//! [`image::build_image`]) and pushed to a registry or written to an OCI layout.
+//! [`image::LayerBuilder`]) and pushed to a registry or written to an OCI layout. A catalog
+//! image may also carry the server, so that it runs by itself as opm's catalog images do.
 use super::Error;
 use super::image::Images;
 use bundle::dir::{BundleDir, BundleError};
 use catalog::file::ReadLimits;
-use image::{BuiltImage, ImageRef, build_image};
+use image::{BuiltImage, ImageRef, LayerBuilder, RunConfig, assemble, build_image};
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -19,8 +20,32 @@ pub enum ImageSource<'a> {
     Catalog {
         dir: &'a Path,
         labels: Vec<(String, String)>,
+        /// Also the server, to run the catalog.
+        server: Option<ServerImage<'a>>,
     },
 }
+
+/// What makes a catalog image run by itself: the server executable, shipped as `/bin/opm`
+/// (also answering as `grpc_health_probe` and `olm-registry`), with the loader and shared
+/// libraries it needs when it is not static, and the catalog's index pre-built at
+/// `/tmp/cache`, where the image's command (opm's) looks for it.
+pub struct ServerImage<'a> {
+    pub binary: &'a Path,
+    /// A directory holding the index built for the catalog, as `serve --cache-dir DIR
+    /// --cache-only` leaves it.
+    pub cache_dir: &'a Path,
+    /// An image to build on (a registry reference), which then supplies what the binary needs
+    /// to run (its C library, CA certificates): only the binary is added.
+    pub base_image: Option<&'a str>,
+}
+
+/// Where things are in a server image: opm's places, so that a CatalogSource, a Dockerfile
+/// `FROM` it or a person who knows opm's images finds them.
+pub const SERVER_PATH: &str = "/bin/opm";
+pub const CONFIGS_DIR: &str = "/configs";
+pub const CACHE_DIR: &str = "/tmp/cache";
+/// The user opm's images run as when the pod does not say: not root.
+pub const SERVER_USER: &str = "1001";
 
 #[derive(Debug, thiserror::Error)]
 pub enum BuildError {
@@ -29,6 +54,9 @@ pub enum BuildError {
     Bundle(#[from] BundleError),
     #[error("{:?} is not a directory", .0.display().to_string())]
     NotADirectory(PathBuf),
+    /// The server executable cannot be read, or what it needs to start cannot be found.
+    #[error("server binary {}: {message}", .binary.display())]
+    Server { binary: PathBuf, message: String },
     /// The layer could not be made (a file that cannot be read).
     #[error("{0}")]
     Layer(#[source] ::image::Error),
@@ -40,6 +68,8 @@ pub enum BuildError {
     Client(#[from] Error),
     #[error(transparent)]
     Push(::image::Error),
+    #[error(transparent)]
+    Base(::image::Error),
 }
 
 /// Where an image went: displayed as `reference@digest`.
@@ -60,12 +90,26 @@ pub fn build_and_push(
     tag: &str,
     images: &mut Images,
 ) -> Result<Pushed, BuildError> {
-    let built = match source {
-        ImageSource::Bundle(dir) => build_bundle(dir)?,
-        ImageSource::Catalog { dir, labels } => build_catalog(dir, labels)?,
-    };
     let target = ImageRef::parse(tag).map_err(BuildError::Tag)?;
     let (runtime, registry) = images.get()?;
+    let built = match source {
+        ImageSource::Bundle(dir) => build_bundle(dir)?,
+        ImageSource::Catalog {
+            dir,
+            labels,
+            server,
+        } => {
+            let base = match server.as_ref().and_then(|s| s.base_image) {
+                Some(base) => {
+                    let base = ImageRef::parse(base).map_err(BuildError::Tag)?;
+                    let pulled = runtime.block_on(registry.pull_base(&base));
+                    Some(pulled.map_err(BuildError::Base)?)
+                }
+                None => None,
+            };
+            build_catalog(dir, labels, server.as_ref(), base)?
+        }
+    };
     let digest = runtime
         .block_on(registry.push(&built, &target))
         .map_err(BuildError::Push)?;
@@ -99,11 +143,132 @@ fn build_bundle(dir: &Path) -> Result<BuiltImage, BuildError> {
     build_image(&contents, &labels).map_err(BuildError::Layer)
 }
 
-fn build_catalog(dir: &Path, extra: &[(String, String)]) -> Result<BuiltImage, BuildError> {
+fn build_catalog(
+    dir: &Path,
+    extra: &[(String, String)],
+    server: Option<&ServerImage>,
+    base: Option<image::BaseImage>,
+) -> Result<BuiltImage, BuildError> {
     if !dir.is_dir() {
         return Err(BuildError::NotADirectory(dir.to_owned()));
     }
-    let mut labels = BTreeMap::from([(image::LABEL_FBC.to_owned(), "/configs".to_owned())]);
+    let mut labels = BTreeMap::from([(image::LABEL_FBC.to_owned(), CONFIGS_DIR.to_owned())]);
     labels.extend(extra.iter().cloned());
-    build_image(&[(dir, "/configs")], &labels).map_err(BuildError::Layer)
+    let Some(server) = server else {
+        return build_image(&[(dir, CONFIGS_DIR)], &labels).map_err(BuildError::Layer);
+    };
+    // Two layers: the server, the same in every catalog image made from one binary (so a
+    // registry stores it once), then the catalog and its index.
+    let bin_dir = match &base {
+        Some(base) => Some(base.real_dir("/bin").map_err(BuildError::Base)?),
+        None => None,
+    };
+    let runtime = server_layer(server.binary, bin_dir.as_deref())?;
+    let mut catalog = LayerBuilder::default();
+    catalog.tree(dir, CONFIGS_DIR).map_err(BuildError::Layer)?;
+    // Written again in this layer, so that /tmp stays world-writable and sticky whatever is
+    // below: with 0755 an arbitrary UID cannot write there (a tmpfs that podman copies up
+    // from the image keeps the mode).
+    catalog.dir("/tmp", 0o1777).map_err(BuildError::Layer)?;
+    catalog
+        .tree(server.cache_dir, CACHE_DIR)
+        .map_err(BuildError::Layer)?;
+    let layers = vec![runtime, catalog.finish().map_err(BuildError::Layer)?];
+    let run = RunConfig {
+        entrypoint: vec![SERVER_PATH.to_owned()],
+        cmd: ["serve", CONFIGS_DIR, &format!("--cache-dir={CACHE_DIR}")]
+            .map(str::to_owned)
+            .to_vec(),
+        env: vec!["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin".to_owned()],
+        user: SERVER_USER.to_owned(),
+        exposed_ports: vec!["50051/tcp".to_owned()],
+    };
+    Ok(assemble(base, layers, &labels, &run))
+}
+
+/// Where distributions keep the CA bundle: Debian and its kin, Fedora and RHEL, openSUSE,
+/// Alpine.
+const CA_BUNDLES: [&str; 4] = [
+    "/etc/ssl/certs/ca-certificates.crt",
+    "/etc/pki/tls/certs/ca-bundle.crt",
+    "/etc/ssl/ca-bundle.pem",
+    "/etc/ssl/cert.pem",
+];
+const CA_BUNDLE_IN_IMAGE: &str = "/etc/ssl/certs/ca-certificates.crt";
+
+/// The server executable at [`SERVER_PATH`], the names it answers to, and what it needs to
+/// start with nothing else in the image: its loader and shared libraries (none for a static
+/// build), `/etc/nsswitch.conf` (host names from `/etc/hosts`, then DNS, as opm's images say),
+/// this machine's CA certificates, and a `/tmp` anyone may write.
+///
+/// On a base image only the binary and its links are added, in the directory the base's `/bin`
+/// really is (`base_bin`), and no directory entry: `/bin` is then still the base's.
+fn server_layer(binary: &Path, base_bin: Option<&str>) -> Result<image::Layer, BuildError> {
+    let alone = base_bin.is_none();
+    let fail = |e: &dyn std::fmt::Display| BuildError::Server {
+        binary: binary.to_owned(),
+        message: e.to_string(),
+    };
+    let data = std::fs::read(binary).map_err(|e| fail(&e))?;
+    let runtime = match alone {
+        true => image::elf::runtime_files(binary, &data).map_err(|e| fail(&e))?,
+        false => Vec::new(),
+    };
+    let mut files = vec![(SERVER_PATH.to_owned(), data)];
+    if !alone {
+        let mut layer = LayerBuilder::default();
+        let err = BuildError::Layer;
+        let bin = base_bin.unwrap_or("/bin");
+        layer
+            .file(&format!("{bin}/opm"), &files[0].1, 0o755)
+            .map_err(err)?;
+        for name in ["grpc_health_probe", "olm-registry"] {
+            layer
+                .symlink(&format!("{bin}/{name}"), "opm")
+                .map_err(err)?;
+        }
+        return layer.finish().map_err(err);
+    }
+    for f in runtime {
+        let bytes =
+            std::fs::read(&f.host).map_err(|e| fail(&format!("{}: {e}", f.host.display())))?;
+        files.push((f.in_image, bytes));
+    }
+    files.push((
+        "/etc/nsswitch.conf".to_owned(),
+        b"hosts: files dns\n".to_vec(),
+    ));
+    // The registry client will not start without CA certificates (even for plain HTTP): this
+    // machine's bundle, where its distribution keeps it, goes where ours is looked for.
+    if let Some(bundle) = CA_BUNDLES.iter().find_map(|p| std::fs::read(p).ok()) {
+        files.push((CA_BUNDLE_IN_IMAGE.to_owned(), bundle));
+    }
+    // Every directory above a file, parents first.
+    let mut dirs = std::collections::BTreeSet::new();
+    for (path, _) in &files {
+        let mut dir = Path::new(path).parent();
+        while let Some(d) = dir.filter(|d| *d != Path::new("/")) {
+            dirs.insert(d.to_string_lossy().into_owned());
+            dir = d.parent();
+        }
+    }
+    let mut layer = LayerBuilder::default();
+    let err = BuildError::Layer;
+    for d in &dirs {
+        layer.dir(d, 0o755).map_err(err)?;
+    }
+    layer.dir("/tmp", 0o1777).map_err(err)?;
+    files.sort();
+    for (path, bytes) in &files {
+        let mode = if path.starts_with("/etc/") {
+            0o644
+        } else {
+            0o755
+        };
+        layer.file(path, bytes, mode).map_err(err)?;
+    }
+    for name in ["grpc_health_probe", "olm-registry"] {
+        layer.symlink(&format!("/bin/{name}"), "opm").map_err(err)?;
+    }
+    layer.finish().map_err(err)
 }

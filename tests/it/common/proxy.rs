@@ -69,9 +69,13 @@ impl GateProxy {
                 let (upstream, gate) = (upstream.clone(), gate.clone());
                 std::thread::spawn(move || {
                     let (lock, opened) = &*gate;
-                    let _open = opened
-                        .wait_while(lock.lock().unwrap(), |open| !*open)
-                        .unwrap();
+                    // The guard is dropped at once: held, it would keep every other
+                    // connection waiting for this one to end.
+                    drop(
+                        opened
+                            .wait_while(lock.lock().unwrap(), |open| !*open)
+                            .unwrap(),
+                    );
                     let Ok(server) = TcpStream::connect(&upstream) else {
                         return;
                     };
