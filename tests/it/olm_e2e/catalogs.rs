@@ -1,6 +1,6 @@
 //! The catalog OLM installs from, made of real bundles (`../shared/testdata/real/bundles`):
 //! `etcd` 0.9.2 and 0.9.4 as bundle images pushed to the loopback registry (with `build
-//! bundle`), and `prometheus` 0.22.2 (and, in the second version of the catalog, 0.27.0
+//! bundle`), and `prometheus` 0.47.0 (and, in the second version of the catalog, 0.56.3
 //! replacing it) rendered from their directories with no image, each requiring etcd.
 use crate::common::{BIN, shared_testdata};
 use serde_json::{Value, json};
@@ -9,16 +9,16 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 pub(super) struct E2eCatalogs {
-    /// etcd and prometheus 0.22.2.
+    /// etcd and prometheus 0.47.0.
     pub(super) v1: PathBuf,
-    /// The same with prometheus 0.27.0 as the new head of `beta`.
+    /// The same with prometheus 0.56.3 as the new head of `beta`.
     pub(super) v2: PathBuf,
     registry: String,
     bundles: PathBuf,
 }
 
 const ETCD: [&str; 2] = ["0.9.2", "0.9.4"];
-const PROMETHEUS: [&str; 2] = ["0.22.2", "0.27.0"];
+const PROMETHEUS: [&str; 2] = ["0.47.0", "0.56.3"];
 
 impl E2eCatalogs {
     pub(super) fn build(work: &Path, registry: &str) -> E2eCatalogs {
@@ -65,10 +65,10 @@ impl E2eCatalogs {
         let package =
             json!({"schema": "olm.package", "name": "prometheus", "defaultChannel": "beta"});
         let v1_channel = json!({"schema": "olm.channel", "package": "prometheus", "name": "beta",
-            "entries": [{"name": "prometheusoperator.0.22.2"}]});
+            "entries": [{"name": "prometheusoperator.0.47.0"}]});
         let v2_channel = json!({"schema": "olm.channel", "package": "prometheus", "name": "beta",
-            "entries": [{"name": "prometheusoperator.0.22.2"},
-                        {"name": "prometheusoperator.0.27.0", "replaces": "prometheusoperator.0.22.2"}]});
+            "entries": [{"name": "prometheusoperator.0.47.0"},
+                        {"name": "prometheusoperator.0.56.3", "replaces": "prometheusoperator.0.47.0"}]});
         for (dir, channel, count) in [(&catalogs.v1, v1_channel, 1), (&catalogs.v2, v2_channel, 2)]
         {
             let etcd_docs = etcd_docs.iter().chain(&etcd).cloned();

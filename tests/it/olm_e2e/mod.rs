@@ -155,13 +155,13 @@ async fn run(tools: PathBuf) {
     // e. (first half) our resolution of that state, from the server OLM uses.
     let resolved_c = resolution::resolve(work.path(), state_c, E2E_ADDR);
     let jobs = JobRunner::new(&cp, work.path());
-    let first = waits::wait_for_install_plan(&kube, &jobs, "prometheusoperator.0.22.2").await;
+    let first = waits::wait_for_install_plan(&kube, &jobs, "prometheusoperator.0.47.0").await;
     let to_installed = serve_started.elapsed();
     let mut installed = csv_names(&first);
     installed.sort();
     assert_eq!(
         installed,
-        ["etcdoperator.v0.9.4", "prometheusoperator.0.22.2"]
+        ["etcdoperator.v0.9.4", "prometheusoperator.0.47.0"]
     );
     assert_eq!(
         resolved_c.bundles, installed,
@@ -170,8 +170,8 @@ async fn run(tools: PathBuf) {
     let steps = plan_steps(&first);
     for (bundle, objects) in [
         (
-            "prometheusoperator.0.22.2",
-            catalogs.objects("prometheusoperator.0.22.2"),
+            "prometheusoperator.0.47.0",
+            catalogs.objects("prometheusoperator.0.47.0"),
         ),
         (
             "etcdoperator.v0.9.4",
@@ -228,12 +228,12 @@ async fn run(tools: PathBuf) {
     waits::wait_for_catalog_state(&kube, "e2e", |s| s == "READY").await;
     // e. (second half) our resolution of the installed state, from the restarted server.
     let resolved_d = resolution::resolve(work.path(), state_d, E2E_ADDR);
-    let second = waits::wait_for_install_plan(&kube, &jobs, "prometheusoperator.0.27.0").await;
-    kube.get("/apis/operators.coreos.com/v1alpha1/namespaces/e2e/clusterserviceversions/prometheusoperator.0.27.0")
+    let second = waits::wait_for_install_plan(&kube, &jobs, "prometheusoperator.0.56.3").await;
+    kube.get("/apis/operators.coreos.com/v1alpha1/namespaces/e2e/clusterserviceversions/prometheusoperator.0.56.3")
         .await
         .expect("the upgraded CSV was not created");
     let upgraded_in = restarted.elapsed();
-    assert_eq!(csv_names(&second), ["prometheusoperator.0.27.0"]);
+    assert_eq!(csv_names(&second), ["prometheusoperator.0.56.3"]);
     assert_eq!(
         resolved_d.bundles,
         csv_names(&second),
