@@ -111,6 +111,27 @@ impl Podman {
     }
 
     /// `grpc_health_probe ARGS` run inside the container; its exit code.
+    /// Starts `image` detached as container `name`, as a restricted pod runs (see
+    /// [`restricted`]), with `storage` (how /tmp is given) and its gRPC port published on
+    /// 127.0.0.1:`port`; returns that address and when it was started.
+    fn run_restricted(
+        &self,
+        name: &str,
+        storage: &str,
+        port: u16,
+        image: &str,
+    ) -> (String, Instant) {
+        let mut args: Vec<String> = ["run", "--detach", "--name", name, storage]
+            .map(str::to_owned)
+            .to_vec();
+        args.extend(restricted());
+        args.push(format!("--publish=127.0.0.1:{port}:50051"));
+        args.push(image.to_owned());
+        let started = Instant::now();
+        self.ok(&args.iter().map(String::as_str).collect::<Vec<_>>());
+        (format!("127.0.0.1:{port}"), started)
+    }
+
     fn probe(&self, name: &str, addr: &str) -> i32 {
         let out = self.output(&["exec", name, "grpc_health_probe", &format!("-addr={addr}")]);
         out.status.code().unwrap_or(-1)
@@ -169,9 +190,26 @@ fn free_port() -> u16 {
         .port()
 }
 
-/// The restricted pod's settings: an arbitrary UID in group 0 (OpenShift's restricted
-/// policy), read-only root, no capabilities, no privilege escalation, deploy/'s memory limit.
+/// The restricted pod's settings, as deploy/deployment.yaml asks for them (checked here, so
+/// that the Deployment cannot drift from what this test runs): no fixed user, so an arbitrary
+/// UID in group 0 (what OpenShift's restricted policy assigns), read-only root, no
+/// capabilities, no privilege escalation, the Deployment's memory limit.
 fn restricted() -> Vec<String> {
+    let d = deployment();
+    let pod = &d["spec"]["template"]["spec"];
+    let container = &pod["containers"][0]["securityContext"];
+    let yes = serde_yaml::Value::Bool(true);
+    assert_eq!(pod["securityContext"]["runAsNonRoot"], yes);
+    assert!(
+        pod["securityContext"]["runAsUser"].is_null(),
+        "a fixed UID: run the test with it"
+    );
+    assert_eq!(container["readOnlyRootFilesystem"], yes);
+    assert_eq!(
+        container["allowPrivilegeEscalation"],
+        serde_yaml::Value::Bool(false)
+    );
+    assert_eq!(container["capabilities"]["drop"][0], "ALL");
     [
         "--user=1000770000:0",
         "--read-only",
@@ -291,15 +329,7 @@ async fn the_catalog_image_runs_as_olms_restricted_pods_run() {
     // it, mode included).
     let port = free_port();
     let name = "restricted";
-    let mut args: Vec<String> = ["run", "--detach", "--name", name, "--tmpfs=/tmp"]
-        .map(str::to_owned)
-        .to_vec();
-    args.extend(restricted());
-    args.push(format!("--publish=127.0.0.1:{port}:50051"));
-    args.push(reference.clone());
-    let started = Instant::now();
-    podman.ok(&args.iter().map(String::as_str).collect::<Vec<_>>());
-    let addr = format!("127.0.0.1:{port}");
+    let (addr, started) = podman.run_restricted(name, "--tmpfs=/tmp", port, &reference);
     let warm = wait_serving(&addr, started).await;
     assert_eq!(podman.probe(name, ":50051"), 0, "{}", podman.logs(name));
     let log = podman.logs(name);
@@ -316,15 +346,7 @@ async fn the_catalog_image_runs_as_olms_restricted_pods_run() {
     // would otherwise mount tmpfs on /tmp, /var/tmp and /run).
     let name = "nothing-writable";
     let port = free_port();
-    let mut args: Vec<String> = ["run", "--detach", "--name", name, "--read-only-tmpfs=false"]
-        .map(str::to_owned)
-        .to_vec();
-    args.extend(restricted());
-    args.push(format!("--publish=127.0.0.1:{port}:50051"));
-    args.push(reference.clone());
-    let started = Instant::now();
-    podman.ok(&args.iter().map(String::as_str).collect::<Vec<_>>());
-    let addr = format!("127.0.0.1:{port}");
+    let (addr, started) = podman.run_restricted(name, "--read-only-tmpfs=false", port, &reference);
     let warm = wait_serving(&addr, started).await;
     let pid = podman.pid(name);
     let mounted = mounts(pid);
@@ -343,8 +365,21 @@ async fn the_catalog_image_runs_as_olms_restricted_pods_run() {
     );
     assert_eq!(podman.stop(name).0, "0", "{}", podman.logs(name));
 
-    // Before it serves, the probe fails: the catalog is pulled (by name, through /etc/hosts)
-    // from a registry held shut until the test opens it. The host's network, so that the
+    // Before it serves, the probe fails: a catalog (a plain catalog image: the server image
+    // would put its binary layer in the memory-limited tmpfs) is pulled (by name, through
+    // /etc/hosts) from a registry held shut until the test opens it.
+    let plain = format!("{}/catalogs/example-plain:v1", reg.addr);
+    let (code, _, stderr) = run(&[
+        "build",
+        "catalog",
+        example().to_str().unwrap(),
+        "--tag",
+        &plain,
+        "--insecure-registry",
+        &reg.addr,
+    ]);
+    assert_eq!(code, 0, "{stderr}");
+    // The host's network, so that the
     // container reaches the registry on loopback; the server listens on loopback only.
     let gate = GateProxy::start(&reg.addr);
     let gate_port = gate.addr.rsplit(':').next().unwrap();
@@ -367,7 +402,7 @@ async fn the_catalog_image_runs_as_olms_restricted_pods_run() {
     args.extend(
         [
             "serve",
-            &format!("{from}/catalogs/example:v1"),
+            &format!("{from}/catalogs/example-plain:v1"),
             "--insecure-registry",
             &from,
             "--image-cache-dir=/tmp/images",
@@ -658,15 +693,7 @@ async fn a_catalog_image_on_a_base_image_runs_with_the_bases_libraries() {
     let want = answers(&direct.addr).await;
     let port = free_port();
     let name = "on-base";
-    let mut args: Vec<String> = ["run", "--detach", "--name", name, "--tmpfs=/tmp"]
-        .map(str::to_owned)
-        .to_vec();
-    args.extend(restricted());
-    args.push(format!("--publish=127.0.0.1:{port}:50051"));
-    args.push(reference.clone());
-    let started = Instant::now();
-    podman.ok(&args.iter().map(String::as_str).collect::<Vec<_>>());
-    let addr = format!("127.0.0.1:{port}");
+    let (addr, started) = podman.run_restricted(name, "--tmpfs=/tmp", port, &reference);
     wait_serving(&addr, started).await;
     assert_eq!(podman.probe(name, ":50051"), 0, "{}", podman.logs(name));
     let log = podman.logs(name);

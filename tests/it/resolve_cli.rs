@@ -140,14 +140,14 @@ fn classic_upgrade_pulls_in_a_dependency_json() {
         "path": "quay.io/example/cache-operator-bundle:v1.2.0",
         "replaces": "cache-operator.v1.1.0",
         "catalog": "examples/olm",
-        "properties": "{\"properties\":[{\"type\":\"olm.package\",\"value\":{\"packageName\":\"cache-operator\",\"version\":\"1.2.0\"}},{\"type\":\"olm.gvk\",\"value\":{\"group\":\"cache.example.com\",\"kind\":\"CacheCluster\",\"version\":\"v1alpha1\"}},{\"type\":\"olm.gvk\",\"value\":{\"group\":\"cache.example.com\",\"kind\":\"CacheCluster\",\"version\":\"v1\"}},{\"type\":\"olm.package.required\",\"value\":{\"packageName\":\"queue-operator\",\"versionRange\":\">=0.5.0\"}},{\"type\":\"olm.maxOpenShiftVersion\",\"value\":\"4.18\"}]}"
+        "properties": "{\"properties\":[{\"type\":\"olm.package\",\"value\":{\"packageName\":\"cache-operator\",\"version\":\"1.2.0\"}},{\"type\":\"olm.gvk\",\"value\":{\"group\":\"cache.example.com\",\"kind\":\"CacheCluster\",\"version\":\"v1alpha1\"}},{\"type\":\"olm.gvk\",\"value\":{\"group\":\"cache.example.com\",\"kind\":\"CacheCluster\",\"version\":\"v1\"}},{\"type\":\"olm.package.required\",\"value\":{\"packageName\":\"queue-operator\",\"versionRange\":\">=0.5.0\"}},{\"type\":\"olm.maxOpenShiftVersion\",\"value\":\"4.18\"},{\"type\":\"olm.csv.metadata\",\"value\":{\"description\":\"Runs and upgrades an in-memory cache cluster.\",\"displayName\":\"Cache Operator\",\"installModes\":[{\"supported\":true,\"type\":\"OwnNamespace\"},{\"supported\":true,\"type\":\"SingleNamespace\"},{\"supported\":false,\"type\":\"MultiNamespace\"},{\"supported\":true,\"type\":\"AllNamespaces\"}],\"keywords\":[\"cache\",\"in-memory\"],\"maturity\":\"stable\",\"provider\":{\"name\":\"Example\"}}}]}"
       },
       {
         "identifier": "queue-operator.v0.6.0",
         "path": "quay.io/example/queue-operator-bundle:v0.6.0",
         "replaces": "queue-operator.v0.5.0",
         "catalog": "examples/olm",
-        "properties": "{\"properties\":[{\"type\":\"olm.package\",\"value\":{\"packageName\":\"queue-operator\",\"version\":\"0.6.0\"}},{\"type\":\"olm.gvk\",\"value\":{\"group\":\"queue.example.com\",\"kind\":\"Queue\",\"version\":\"v1\"}},{\"type\":\"olm.gvk.required\",\"value\":{\"group\":\"cache.example.com\",\"kind\":\"CacheCluster\",\"version\":\"v1\"}}]}"
+        "properties": "{\"properties\":[{\"type\":\"olm.package\",\"value\":{\"packageName\":\"queue-operator\",\"version\":\"0.6.0\"}},{\"type\":\"olm.gvk\",\"value\":{\"group\":\"queue.example.com\",\"kind\":\"Queue\",\"version\":\"v1\"}},{\"type\":\"olm.gvk.required\",\"value\":{\"group\":\"cache.example.com\",\"kind\":\"CacheCluster\",\"version\":\"v1\"}},{\"type\":\"olm.csv.metadata\",\"value\":{\"description\":\"Runs message queues backed by a cache cluster.\",\"displayName\":\"Queue Operator\",\"installModes\":[{\"supported\":true,\"type\":\"OwnNamespace\"},{\"supported\":true,\"type\":\"SingleNamespace\"},{\"supported\":false,\"type\":\"MultiNamespace\"},{\"supported\":true,\"type\":\"AllNamespaces\"}],\"maturity\":\"stable\",\"provider\":{\"name\":\"Example\"}}}]}"
       }
     ],
     "updatedSubscriptions": [

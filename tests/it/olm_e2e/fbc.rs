@@ -142,19 +142,10 @@ fn yaml_documents(text: &[u8], file: &Path) -> Vec<Value> {
         .collect()
 }
 
+/// Files below `dir`, sorted.
 fn files_below(dir: &Path) -> Vec<PathBuf> {
-    let mut files = Vec::new();
-    let mut dirs = vec![dir.to_owned()];
-    while let Some(d) = dirs.pop() {
-        for entry in std::fs::read_dir(&d).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                dirs.push(path);
-            } else {
-                files.push(path);
-            }
-        }
-    }
-    files.sort();
-    files
+    crate::common::files_below(dir)
+        .into_iter()
+        .map(|relative| dir.join(relative))
+        .collect()
 }
