@@ -3,7 +3,7 @@ use crate::common::proxy;
 use crate::common::registry;
 
 use crate::common::{Server, generated_catalog, silent_registry};
-use api::{GetPackageRequest, ListBundlesRequest};
+use api::{GetPackageRequest, ListBundlesRequest, ListPackageRequest};
 use registry::TestRegistry;
 use std::path::Path;
 use std::time::Duration;
@@ -354,6 +354,56 @@ async fn sigterm_during_the_ingest_exits_and_leaves_no_partial_index() {
     assert!(log.contains("removed unfinished work"), "{log}");
     assert_eq!(partial(), None, "{writing} was left behind");
     assert!(!index_dir.join("index.db").exists());
+}
+
+/// SIGTERM while the catalog is being indexed and a client (OLM connecting to a new pod) is
+/// already waiting for it: the waiting call is answered UNAVAILABLE at once and the process
+/// exits, instead of holding both for the whole grace period.
+#[tokio::test]
+async fn sigterm_while_loading_answers_waiting_calls_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    generated_catalog(dir.path(), 4000, 20_000);
+    let mut server = Server::start(
+        dir.path(),
+        &["--shutdown-grace", "120s", "--metrics-addr", "127.0.0.1:0"],
+    );
+    server.wait_for_log("serving metrics on http://").await;
+    let log = server.log();
+    let metrics = log
+        .split("serving metrics on http://")
+        .nth(1)
+        .and_then(|rest| rest.split('/').next())
+        .unwrap()
+        .to_owned();
+    let mut client = server.client().await;
+    let waiting = tokio::spawn(async move { client.list_packages(ListPackageRequest {}).await });
+    // The call is in once the server counts it (before it waits for the catalog).
+    let started = "grpc_server_started_total{grpc_method=\"ListPackages\"";
+    loop {
+        let (_, text) = crate::common::prometheus::get(&metrics, "/metrics").unwrap();
+        if text
+            .lines()
+            .any(|l| l.starts_with(started) && l.ends_with(" 1"))
+        {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let stopped = std::time::Instant::now();
+    let log = terminate_while_loading(&mut server).await;
+    let answer = waiting.await.unwrap();
+    let status = answer.expect_err("no catalog to answer from");
+    assert_eq!(status.code(), tonic::Code::Unavailable, "{status:?}");
+    assert_eq!(
+        status.message(),
+        "the server stopped before its catalog was loaded"
+    );
+    assert!(
+        stopped.elapsed() < Duration::from_secs(60),
+        "the stop waited {:?}; log:\n{log}",
+        stopped.elapsed()
+    );
+    assert!(!log.contains("after the grace period"), "{log}");
 }
 
 /// SIGTERM while the catalog image is being pulled from a registry that never answers: the

@@ -119,6 +119,7 @@ impl Running {
         let Running {
             mut grpc,
             mut catalogd,
+            publisher,
             health,
             stop,
             ..
@@ -126,6 +127,10 @@ impl Running {
         health.send_replace(ServingStatus::NotServing);
         drop(health);
         stop.send_replace(true);
+        // Calls still waiting for a catalog that will now never be published are answered
+        // at once (UNAVAILABLE) instead of holding the stop for the whole grace period; calls
+        // on a published catalog are not affected.
+        drop(publisher);
         let deadline = tokio::time::Instant::now() + grace;
         match tokio::time::timeout_at(deadline, &mut grpc).await {
             Ok(Ok(Ok(()))) => {}

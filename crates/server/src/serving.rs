@@ -90,7 +90,7 @@ impl ServedCatalog {
         let ready = rx
             .wait_for(Option::is_some)
             .await
-            .map_err(|_| Status::unavailable("the catalog is not available"))?;
+            .map_err(|_| Status::unavailable("the server stopped before its catalog was loaded"))?;
         Ok(ready.clone().expect("waited for Some"))
     }
 

@@ -52,6 +52,12 @@ impl Kube {
         .unwrap_or_else(|e| panic!("POST {path} {object}: {e}"))
     }
 
+    pub async fn delete(&self, path: &str) {
+        self.send(http::Method::DELETE, path, None)
+            .await
+            .unwrap_or_else(|e| panic!("DELETE {path}: {e}"));
+    }
+
     pub async fn merge_patch(&self, path: &str, patch: Value) -> Value {
         self.send(
             http::Method::PATCH,

@@ -28,6 +28,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
+use tonic_health::pb::health_check_response::ServingStatus;
 
 /// How long any one thing OLM does may take before the test gives up (OLM's executor passes
 /// take ~12 s each here; an install needs two or three).
@@ -37,6 +38,8 @@ const E2E_ADDR: &str = "127.0.0.1:50051";
 const EXAMPLES_ADDR: &str = "127.0.0.1:50052";
 const COMMUNITY_ADDR: &str = "127.0.0.1:50053";
 const METRICS_ADDR: &str = "127.0.0.1:9091";
+const BIG_ADDR: &str = "127.0.0.1:50054";
+const BIG_METRICS: &str = "127.0.0.1:9092";
 const PACKAGESERVER: &str = "https://127.0.0.1:5443";
 
 #[test]
@@ -106,20 +109,13 @@ async fn run(tools: PathBuf) {
         ("examples", EXAMPLES_ADDR),
         ("community", COMMUNITY_ADDR),
     ] {
-        kube.create(
-            "/apis/operators.coreos.com/v1alpha1/namespaces/olm/catalogsources",
-            json!({
-                "apiVersion": "operators.coreos.com/v1alpha1", "kind": "CatalogSource",
-                "metadata": {"name": name, "namespace": "olm"},
-                "spec": {"sourceType": "grpc", "address": addr, "displayName": name, "publisher": "e2e"},
-            }),
-        )
-        .await;
+        create_catalog_source(&kube, name, addr).await;
     }
     for name in ["e2e", "examples", "community"] {
         waits::wait_for_catalog_state(&kube, name, |s| s == "READY").await;
     }
     let to_ready = serve_started.elapsed();
+    let stopped_while_listing = sigterm_while_olm_lists(&kube, work.path()).await;
 
     // b. packageserver lists what the catalogs say.
     let packages = PackageServer::new(&cp.token);
@@ -240,7 +236,7 @@ async fn run(tools: PathBuf) {
         "our resolution differs from OLM's"
     );
     assert_eq!(resolved_d.new_subscriptions, Vec::<String>::new());
-    let calls = metrics_calls().await;
+    let calls = grpc_calls(METRICS_ADDR, "grpc_server_handled_total");
 
     // OLM's clients never met a socket that accepted and then said nothing.
     for log in ["catalog-operator", "package-server"] {
@@ -252,7 +248,8 @@ async fn run(tools: PathBuf) {
     }
     eprintln!(
         "FIGURES: serve start -> CatalogSources READY {to_ready:?}; -> PackageManifests listed \
-         {to_listed:?}; -> InstallPlan Complete {to_installed:?}; SIGTERM -> exit {stopped_in:?}; \
+         {to_listed:?}; -> InstallPlan Complete {to_installed:?}; SIGTERM -> exit {stopped_in:?}, while OLM lists a catalog \
+         {stopped_while_listing:?}; \
          restart -> upgraded CSV {upgraded_in:?}; calls on the restarted server {calls:?}; \
          whole test {:?}",
         started.elapsed()
@@ -267,29 +264,85 @@ fn serve(dir: &Path, addr: &str, extra: &[&str]) -> Server {
     Server::start_at(dir, addr, extra)
 }
 
-/// The gRPC calls the restarted server answered, by method, from its metrics.
-async fn metrics_calls() -> BTreeMap<String, f64> {
-    let text = reqwest::get(format!("http://{METRICS_ADDR}/metrics"))
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+/// The defect OLM found first: SIGTERM while OLM lists a catalog (a ListBundles whose
+/// consumer asks GetPackage for each bundle, on a new connection once the server said GOAWAY).
+/// OLM lists a catalog as soon as its CatalogSource appears; this one is big enough (1,500
+/// bundles, 30 MB) for the listing to last, and the server is told to stop the moment its
+/// metrics show a ListBundles in progress. Every listener closes at once (OLM's new
+/// connections are refused, so it moves on), the calls in progress finish, and the process
+/// exits well within its grace period. Returns how long the stop took.
+async fn sigterm_while_olm_lists(kube: &Kube, work: &Path) -> Duration {
+    let dir = work.join("big-catalog");
+    std::fs::create_dir_all(&dir).unwrap();
+    crate::common::generated_catalog(&dir, 1500, 20_000);
+    let mut big = serve(&dir, BIG_ADDR, &["--metrics-addr", BIG_METRICS]);
+    big.wait_for_status(ServingStatus::Serving).await;
+    create_catalog_source(kube, "big", BIG_ADDR).await;
+    // Looked at every few milliseconds: a listing lasts a fraction of a second.
+    let deadline = Instant::now() + PATIENCE;
+    loop {
+        let started = grpc_calls(BIG_METRICS, "grpc_server_started_total");
+        let handled = grpc_calls(BIG_METRICS, "grpc_server_handled_total");
+        if started.get("ListBundles") > handled.get("ListBundles") {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no ListBundles in progress within {PATIENCE:?}: started {started:?}, handled {handled:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    let stop_started = Instant::now();
+    big.signal("TERM");
+    let status = big.wait().await;
+    let took = stop_started.elapsed();
+    assert_eq!(status.code(), Some(0), "log:\n{}", big.log());
+    assert!(
+        !big.log().contains("after the grace period"),
+        "calls were cut at the end of the grace period:\n{}",
+        big.log()
+    );
+    // Gone for good: OLM resolves against every catalog of its global namespace, and would
+    // wait for this one.
+    kube.delete("/apis/operators.coreos.com/v1alpha1/namespaces/olm/catalogsources/big")
+        .await;
+    took
+}
+
+/// A server's gRPC call counter `metric` (`grpc_server_started_total`, ...), by method, from
+/// its metrics on `addr`.
+fn grpc_calls(addr: &str, metric: &str) -> BTreeMap<String, f64> {
+    let (_, text) = crate::common::prometheus::get(addr, "/metrics").unwrap();
     let mut calls = BTreeMap::new();
     for line in text
         .lines()
-        .filter(|l| l.starts_with("grpc_server_handled_total{"))
+        .filter(|l| l.starts_with(&format!("{metric}{{")))
     {
         let method = line
             .split("grpc_method=\"")
             .nth(1)
             .and_then(|r| r.split('"').next());
         let value = line.rsplit(' ').next().and_then(|v| v.parse::<f64>().ok());
-        if let (Some(m), Some(v)) = (method, value) {
+        if let (Some(m), Some(v)) = (method, value)
+            && v > 0.0
+        {
             *calls.entry(m.to_owned()).or_insert(0.0) += v;
         }
     }
     calls
+}
+
+/// CatalogSource olm/`name` for the catalog server at `addr`.
+async fn create_catalog_source(kube: &Kube, name: &str, addr: &str) {
+    kube.create(
+        "/apis/operators.coreos.com/v1alpha1/namespaces/olm/catalogsources",
+        json!({
+            "apiVersion": "operators.coreos.com/v1alpha1", "kind": "CatalogSource",
+            "metadata": {"name": name, "namespace": "olm"},
+            "spec": {"sourceType": "grpc", "address": addr, "displayName": name, "publisher": "e2e"},
+        }),
+    )
+    .await;
 }
 
 /// The CSVs an InstallPlan installs.
