@@ -322,7 +322,7 @@ fn render_template_command_line_errors() {
     };
     assert_eq!(
         error(&["render-template", "composite", path]),
-        "error: invalid template type \"composite\", must be one of: [basic semver]\n"
+        "error: invalid template type \"composite\", must be one of: [basic semver substitutes]\n"
     );
     assert_eq!(
         error(&["render-template", path, "-o", "xml"]),

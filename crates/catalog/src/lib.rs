@@ -23,6 +23,7 @@ mod problems;
 pub mod property;
 pub mod quote;
 pub mod semver;
+pub mod substitutes;
 mod typed;
 pub mod types;
 pub mod version_constraint;
