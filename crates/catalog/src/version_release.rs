@@ -153,6 +153,20 @@ pub(crate) fn parse_release(release: &str) -> Result<Vec<Prerelease>, String> {
     }
 }
 
+impl VersionRelease {
+    /// The release alone, dot-separated (empty when there is none).
+    pub fn release_text(&self) -> String {
+        self.release
+            .iter()
+            .map(|r| match r {
+                Prerelease::Numeric(n) => n.to_string(),
+                Prerelease::Alphanumeric(s) => s.clone(),
+            })
+            .collect::<Vec<_>>()
+            .join(".")
+    }
+}
+
 impl Ord for VersionRelease {
     /// Version precedence, then release: none is lower than any, two compare like
     /// pre-release lists.
