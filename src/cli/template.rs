@@ -1,20 +1,20 @@
 //! `render-template` and `convert-template` (opm alpha's commands of those names).
 use super::images::ImageArgs;
 use super::migrate::MigrationFlags;
-use author::template::{Kind, convert_to_basic};
+use author::template::{Kind, convert};
 use author::template_render::{TemplateOutput, TemplateRequest, render_template as author_render};
 use bundle::template::ImageTemplate;
 use clap::Args;
 use std::io::{Read, Write};
 
-/// Render a catalog template (basic or semver) to a file-based catalog.
+/// Render a catalog template (basic, semver or substitutes) to a file-based catalog.
 ///
 /// With one argument that is a template type, the template is read from stdin; otherwise
 /// the type is taken from the template's `schema`. Bundles are named by image (pulled with
 /// the registry options below) or, beyond opm, by bundle directory.
 #[derive(Args)]
 pub struct RenderTemplateArgs {
-    /// [basic|semver] [FILE|-]
+    /// [basic|semver|substitutes] [FILE|-]
     #[arg(num_args = 0..=2, value_name = "TYPE|FILE")]
     args: Vec<String>,
     /// Output format: json, yaml or mermaid.
@@ -30,11 +30,12 @@ pub struct RenderTemplateArgs {
     image: ImageArgs,
 }
 
-/// Convert a file-based catalog into a basic template: bundles become their image.
+/// Convert a file-based catalog into a template: `basic` (bundles become their image) or
+/// `substitutes` (the catalog as it is, with no substitutions yet).
 #[derive(Args)]
 pub struct ConvertTemplateArgs {
-    /// The template type to produce; only `basic`.
-    #[arg(value_parser = ["basic"])]
+    /// The template type to produce: basic or substitutes.
+    #[arg(value_parser = ["basic", "substitutes"])]
     kind: String,
     /// The FBC file, or `-` (the default) for stdin.
     file: Option<String>,
@@ -130,8 +131,10 @@ fn convert_template(args: &ConvertTemplateArgs) -> Result<(), String> {
             ));
         }
     };
+    let kind = Kind::from_type(&args.kind)
+        .ok_or_else(|| format!("unknown template type {:?}", args.kind))?;
     let input = read_input(args.file.as_deref().unwrap_or("-"))?;
-    let text = convert_to_basic(&input, yaml).map_err(|e| e.to_string())?;
+    let text = convert(kind, &input, yaml).map_err(|e| e.to_string())?;
     std::io::stdout()
         .write_all(text.as_bytes())
         .map_err(|e| format!("writing output: {e}"))

@@ -1,5 +1,6 @@
 use super::Format;
 use catalog::decode::describe_load_errors;
+use catalog::substitutes::SubstitutesFor;
 use catalog::{self, model::Model};
 use clap::Args;
 use std::path::PathBuf;
@@ -19,7 +20,13 @@ pub struct ValidateArgs {
 pub fn run(args: ValidateArgs) -> i32 {
     let result = catalog::walk::load_dir(&args.directory, args.read_limits.limits())
         .map_err(|errors| describe_load_errors(&errors))
-        .and_then(|dc| Model::build(dc).map(drop).map_err(|e| e.to_string()));
+        .and_then(|dc| {
+            // opm v1.73 accepts a catalog whose substitutesFor links form a cycle: a warning.
+            for cycle in SubstitutesFor::of_bundles(&dc.bundles).cycles() {
+                tracing::warn!(package = %cycle.package, "{cycle}");
+            }
+            Model::build(dc).map(drop).map_err(|e| e.to_string())
+        });
     match args.output {
         None => match result {
             Ok(()) => 0,

@@ -322,7 +322,7 @@ fn render_template_command_line_errors() {
     };
     assert_eq!(
         error(&["render-template", "composite", path]),
-        "error: invalid template type \"composite\", must be one of: [basic semver]\n"
+        "error: invalid template type \"composite\", must be one of: [basic semver substitutes]\n"
     );
     assert_eq!(
         error(&["render-template", path, "-o", "xml"]),
@@ -712,4 +712,181 @@ fn render_template_from_stdin_with_migrations() {
     assert!(kinds.contains("olm.csv.metadata"), "{kinds:?}");
     assert!(!kinds.contains("olm.bundle.object"), "{kinds:?}");
     assert_eq!(dc.channels[0].name, "stable-v0.9");
+}
+
+/// The substitutes template of tests/fixtures/author/substitutes: a bundle directory (a
+/// rebuild of op 1.1.0 with release 2) takes op.v1.1.0's place in its channel.
+fn render_substitutes(dir: &std::path::Path, output: &str) -> String {
+    let fixture = fixture("author/substitutes");
+    let template = std::fs::read_to_string(fixture.join("template.yaml"))
+        .unwrap()
+        .replace("REBUILD", fixture.join("rebuild").to_str().unwrap());
+    let file = dir.join("template.yaml");
+    crate::common::write(&file, &template);
+    let (code, stdout, stderr) = run(&[
+        "render-template",
+        file.to_str().unwrap(),
+        "--alpha-image-ref-template",
+        "quay.io/example/op-bundle:{{.Name}}",
+        "-o",
+        output,
+    ]);
+    assert_eq!((code, stderr.as_str()), (0, ""), "-o {output}");
+    stdout
+}
+
+#[test]
+fn substitutes_template_renders_as_json_yaml_and_mermaid() {
+    let dir = tempfile::tempdir().unwrap();
+    assert_eq!(
+        render_substitutes(dir.path(), "mermaid"),
+        format!(
+            r#"{HEADER}  %% package "op"
+  subgraph "op"
+    %% channel "stable"
+    subgraph op-stable["stable"]
+      op-stable-op.v1.2.0["op.v1.2.0"]
+      op-stable-op.v1.1.0["op.v1.1.0"]-- skip --> op-stable-op.v1.2.0["op.v1.2.0"]
+      op-stable-op.v1.0.0["op.v1.0.0"]-- "skipRange(>=1.0.0 <1.2.0)" --> op-stable-op.v1.2.0["op.v1.2.0"]
+      op-stable-op.v1.1.0["op.v1.1.0"]-- "skipRange(>=1.0.0 <1.2.0)" --> op-stable-op.v1.2.0["op.v1.2.0"]
+      op-stable-op-v1.1.0-2["op-v1.1.0-2"]-- "skipRange(>=1.0.0 <1.2.0)" --> op-stable-op.v1.2.0["op.v1.2.0"]
+      op-stable-op-v1.1.0-2["op-v1.1.0-2"]-- replace --> op-stable-op.v1.2.0["op.v1.2.0"]
+      op-stable-op.v1.1.0["op.v1.1.0"]
+      op-stable-op-v1.1.0-2["op-v1.1.0-2"]
+      op-stable-op.v1.1.0["op.v1.1.0"]-- skip --> op-stable-op-v1.1.0-2["op-v1.1.0-2"]
+      op-stable-op.v1.0.0["op.v1.0.0"]-- replace --> op-stable-op-v1.1.0-2["op-v1.1.0-2"]
+      op-stable-op.v1.0.0["op.v1.0.0"]
+    end
+  end
+class op-stable-op.v1.1.0 skipped
+linkStyle 5 stroke:#FF0000,stroke-width:3px,stroke-dasharray:5;
+"#
+        )
+    );
+    let yaml = render_substitutes(dir.path(), "yaml");
+    let channel = "---
+entries:
+- name: op.v1.0.0
+- name: op.v1.1.0
+- name: op.v1.2.0
+  replaces: op-v1.1.0-2
+  skipRange: '>=1.0.0 <1.2.0'
+  skips:
+  - op.v1.1.0
+- name: op-v1.1.0-2
+  replaces: op.v1.0.0
+  skips:
+  - op.v1.1.0
+name: stable
+package: op
+schema: olm.channel
+---
+image: quay.io/example/op-bundle:op-v1.1.0-2
+name: op-v1.1.0-2
+package: op
+properties:
+- type: olm.package
+  value:
+    packageName: op
+    release: '2'
+    version: 1.1.0
+";
+    assert!(
+        yaml.starts_with(&format!(
+            "---\ndefaultChannel: stable\nname: op\nschema: olm.package\n{channel}"
+        )),
+        "{yaml}"
+    );
+    // The JSON is a valid catalog, and converting it back to a substitutes template and
+    // rendering that gives it again, but for the rendered bundle's olm.package value: as a
+    // template entry it is read like any FBC object, keys sorted (opm does the same).
+    let json = render_substitutes(dir.path(), "json");
+    let catalog = dir.path().join("catalog");
+    crate::common::write(&catalog.join("catalog.json"), &json);
+    assert_valid(&catalog);
+    let (code, template, stderr) = run(&[
+        "convert-template",
+        "substitutes",
+        catalog.join("catalog.json").to_str().unwrap(),
+    ]);
+    assert_eq!((code, stderr.as_str()), (0, ""));
+    assert!(
+        template.contains(r#""skipRange": "\u003e=1.0.0 \u003c1.2.0""#),
+        "{template}"
+    );
+    let again = dir.path().join("again.json");
+    crate::common::write(&again, &template);
+    let (code, stdout, stderr) = run(&["render-template", again.to_str().unwrap()]);
+    assert_eq!((code, stderr.as_str()), (0, ""));
+    let sorted = json.replace(
+        "\"version\": \"1.1.0\",\n                \"release\": \"2\"",
+        "\"release\": \"2\",\n                \"version\": \"1.1.0\"",
+    );
+    assert_ne!(sorted, json);
+    assert_eq!(stdout, sorted);
+}
+
+/// `convert-template` prints JSON as opm's Go encoder does: `<`, `>` and `&` escaped.
+#[test]
+fn convert_template_escapes_html_characters_in_json_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let fbc = dir.path().join("catalog.json");
+    crate::common::write(
+        &fbc,
+        r#"{"schema":"olm.channel","name":"stable","package":"p","entries":[{"name":"p.v2.0.0","skipRange":">=1.0.0 <2.0.0"}]}
+{"schema":"olm.bundle","name":"p.v2.0.0","package":"p","image":"quay.io/p&q:v2","properties":[]}
+"#,
+    );
+    let convert = |args: &[&str]| {
+        let mut all = vec!["convert-template"];
+        all.extend_from_slice(args);
+        all.push(fbc.to_str().unwrap());
+        let (code, stdout, stderr) = run(&all);
+        assert_eq!((code, stderr.as_str()), (0, ""), "{args:?}");
+        stdout
+    };
+    assert_eq!(
+        convert(&["basic"]),
+        r#"{
+    "schema": "olm.template.basic",
+    "entries": [
+        {
+            "entries": [
+                {
+                    "name": "p.v2.0.0",
+                    "skipRange": "\u003e=1.0.0 \u003c2.0.0"
+                }
+            ],
+            "name": "stable",
+            "package": "p",
+            "schema": "olm.channel"
+        },
+        {
+            "schema": "olm.bundle",
+            "image": "quay.io/p\u0026q:v2"
+        }
+    ]
+}
+"#
+    );
+    assert_eq!(
+        convert(&["substitutes", "-o", "yaml"]),
+        "---
+entries:
+- entries:
+  - name: p.v2.0.0
+    skipRange: '>=1.0.0 <2.0.0'
+  name: stable
+  package: p
+  schema: olm.channel
+- image: quay.io/p&q:v2
+  name: p.v2.0.0
+  package: p
+  properties: []
+  schema: olm.bundle
+schema: olm.template.substitutes
+substitutions: []
+
+"
+    );
 }

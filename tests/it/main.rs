@@ -35,5 +35,6 @@ mod resolution_remote;
 mod resolution_scenarios;
 mod resolve_cli;
 mod serving_under_load;
+mod substitutes_cycle;
 mod tls_reload;
 mod traces;

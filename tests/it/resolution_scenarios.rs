@@ -43,7 +43,22 @@ fn resolution_scenarios() {
         );
         return;
     };
-    let blocks = yaml_blocks(&text);
+    run_scenario_file(&path, &text);
+}
+
+/// Scenarios of this repository beyond the spec's catalogue, in its notation (release
+/// versions: `rel` on a classic entry, `name@version/release` for a v1 bundle, `release` on
+/// an installed bundle).
+#[test]
+fn resolution_scenarios_of_this_repository() {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/resolution/release-scenarios.md");
+    let text = std::fs::read_to_string(&path).expect("the repository's scenario file");
+    run_scenario_file(&path, &text);
+}
+
+fn run_scenario_file(path: &std::path::Path, text: &str) {
+    let blocks = yaml_blocks(text);
     // The `GEN(p)` fixture of the v1 scenarios.
     let gen_fixture = blocks.iter().find_map(|b| b.get("GEN")).cloned();
     let (mut passed, mut failed) = (0, Vec::new());
@@ -893,9 +908,10 @@ fn entry_list(v: &Value, path: &str) -> Result<Vec<ChannelEntry>, String> {
     read_items(v, path, channel_entry)
 }
 
-const ENTRY_KEYS: [&str; 12] = [
+const ENTRY_KEYS: [&str; 13] = [
     "n",
     "v",
+    "rel",
     "r",
     "s",
     "sr",
@@ -921,10 +937,11 @@ fn entry_properties(
         v if v.is_empty() => "0.0.0".to_owned(),
         v => v,
     };
-    let mut props = vec![property(
-        "olm.package",
-        serde_json::json!({"packageName": package, "version": version}),
-    )];
+    let mut package_value = serde_json::json!({"packageName": package, "version": version});
+    if field(e, "rel").is_some() {
+        package_value["release"] = serde_json::Value::String(text("rel")?);
+    }
+    let mut props = vec![property("olm.package", package_value)];
     for g in gvks(apis, &e["prov"], &format!("{path}.prov"))? {
         props.push(property("olm.gvk", gvk_json(&g)));
     }
@@ -1422,7 +1439,7 @@ fn subscription_clause(rest: &str) -> Option<(&str, Vec<(&str, &str)>)> {
 // ---- V: v1 resolution ---------------------------------------------------------------------
 
 /// `name@version` bundles of `package` (a bare `name` is its own version), each with an
-/// `olm.package` property.
+/// `olm.package` property; `name@version/release` gives the property a `release`.
 fn v1_bundles(
     specs: &Value,
     path: &str,
@@ -1433,13 +1450,15 @@ fn v1_bundles(
         .iter()
         .map(|spec| {
             let (name, version) = spec.split_once('@').unwrap_or((spec, spec));
+            let mut value = serde_json::json!({"packageName": package, "version": version});
+            if let Some((version, release)) = version.split_once('/') {
+                value["version"] = version.into();
+                value["release"] = release.into();
+            }
             Bundle {
                 name: format!("{prefix}{name}"),
                 package: package.to_owned(),
-                properties: vec![property(
-                    "olm.package",
-                    serde_json::json!({"packageName": package, "version": version}),
-                )],
+                properties: vec![property("olm.package", value)],
                 ..Default::default()
             }
         })
@@ -1622,10 +1641,13 @@ fn v1_request(spec: &Value) -> Result<V1Request, String> {
     let installed = match field(spec, "installed") {
         None => None,
         Some(i) => {
-            known_keys(i, "request.installed", &["name", "version"])?;
+            known_keys(i, "request.installed", &["name", "version", "release"])?;
             Some(InstalledBundle {
                 name: scalar(&i["name"], "request.installed.name")?,
                 version: scalar(&i["version"], "request.installed.version")?,
+                release: field(i, "release")
+                    .map(|r| scalar(r, "request.installed.release"))
+                    .transpose()?,
             })
         }
     };
@@ -1925,6 +1947,7 @@ fn installed_bundle(i: &Value, path: &str) -> Result<(InstalledBundle, VersionRe
     let installed = InstalledBundle {
         name: text("name")?,
         version: text("version")?,
+        release: None,
     };
     let vr = VersionRelease::parse(&installed.version)?;
     Ok((installed, vr))
@@ -2010,6 +2033,7 @@ fn v1_semver_successors(s: &Value) -> Check {
         let installed = InstalledBundle {
             name: version.clone(),
             version: version.clone(),
+            release: None,
         };
         let ivr = VersionRelease::parse(&version)?;
         let got = successors_sorted(&bundles, |b, vr| {

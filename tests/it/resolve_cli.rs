@@ -750,3 +750,51 @@ properties:
         )
     );
 }
+
+/// Bundles of one version with releases (tests/fixtures/resolution/releases): the highest
+/// release is the pick, and an installed bundle, its release given apart from its version,
+/// upgrades along the channel one release at a time (the path reads each step's release
+/// back).
+#[test]
+fn v1_requests_order_releases_of_one_version() {
+    let dir = tempfile::tempdir().unwrap();
+    let catalog = crate::common::fixture("resolution/releases");
+    let path = dir.path().join("request.yaml");
+    crate::common::write(
+        &path,
+        &format!(
+            "\
+mode: v1
+catalogs:
+  - {{name: releases, directory: {}}}
+requests:
+  - {{name: fresh, packageName: rel}}
+  - {{name: installed, packageName: rel, installedBundle: {{name: rel.v1.0.0, version: 1.0.0, release: \"\"}}}}
+",
+            catalog.display()
+        ),
+    );
+    let (code, stdout, stderr) = run(&["resolve", path.to_str().unwrap()]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(
+        stdout,
+        "\
+v1 resolution:
+
+request fresh (package rel)
+  bundle:     rel-v1.0.0-2 (version 1.0.0+2)
+  channel:    stable
+  catalog:    releases
+  image:      quay.io/example/rel-bundle:v1.0.0-2
+  step:       install
+
+request installed (package rel)
+  bundle:     rel-v1.0.0-1 (version 1.0.0+1)
+  channel:    stable
+  catalog:    releases
+  image:      quay.io/example/rel-bundle:v1.0.0-1
+  step:       upgrade rel.v1.0.0 -> rel-v1.0.0-1
+  path:       rel.v1.0.0 -> rel-v1.0.0-1 -> rel-v1.0.0-2
+"
+    );
+}

@@ -12,6 +12,7 @@ pub mod mermaid;
 pub mod migrate;
 pub mod references;
 mod semver_template;
+mod substitutes_template;
 pub mod svg;
 pub mod template;
 pub mod template_render;
@@ -67,3 +68,5 @@ pub(crate) fn bundle_versions(dc: &DeclarativeConfig) -> Result<HashMap<String, 
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_substitutes;

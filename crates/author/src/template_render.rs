@@ -4,10 +4,12 @@
 use super::mermaid::{MermaidOptions, write_mermaid};
 use super::template::Kind;
 use catalog::file::ReadLimits;
+use catalog::substitutes::SubstitutesFor;
 use catalog::{Bundle, DeclarativeConfig, write};
 use source::bundle_ref::{BundleRefError, PulledImage, ReadBundle};
 use source::image::Images;
 use source::render::{ImageTemplate, MigrationLevel, migrate};
+use std::collections::HashSet;
 use std::path::Path;
 
 /// `render-template` has no --max-file-size: bundles are read within the default cap.
@@ -54,13 +56,37 @@ pub fn render_template(
         Some(kind) => kind,
         None => Kind::detect(request.input).map_err(TemplateError::Detect)?,
     };
-    let mut render_bundle =
-        |r: &str| render_bundle(images, r, request.image_template).map(|b| vec![b]);
+    // Migrations apply to the bundles the template renders, as opm's renderer applies them,
+    // not to the bundles a substitutes template lists already rendered. They run once the
+    // template is rendered: the semver template reads the CSV of a bundle it rendered.
+    let mut rendered = HashSet::new();
+    let mut render_bundle = |r: &str| {
+        let bundle = render_bundle(images, r, request.image_template)?;
+        rendered.insert(bundle.name.clone());
+        Ok(vec![bundle])
+    };
     let mut dc = kind
         .render(request.input, &mut render_bundle)
         .map_err(TemplateError::Render)?;
-    migrate(&mut dc, request.level).map_err(|e| TemplateError::Migrate(e.to_string()))?;
+    for bundle in dc.bundles.iter_mut().filter(|b| rendered.contains(&b.name)) {
+        let mut one = DeclarativeConfig {
+            bundles: vec![std::mem::take(bundle)],
+            ..Default::default()
+        };
+        let migrated = migrate(&mut one, request.level);
+        *bundle = one.bundles.pop().unwrap_or_default();
+        migrated.map_err(|e| TemplateError::Migrate(e.to_string()))?;
+    }
+    warn_about_cycles(&dc);
     write_output(&dc, request.output).map_err(TemplateError::Write)
+}
+
+/// A rendered catalog whose `olm.substitutesFor` annotations form a cycle is written all the
+/// same (opm accepts it), with a warning for each cycle.
+fn warn_about_cycles(dc: &DeclarativeConfig) {
+    for cycle in SubstitutesFor::of_bundles(&dc.bundles).cycles() {
+        tracing::warn!(package = %cycle.package, "{cycle}");
+    }
 }
 
 fn write_output(dc: &DeclarativeConfig, output: TemplateOutput) -> Result<Vec<u8>, String> {

@@ -3,23 +3,33 @@
 //! end to end in tests/author.rs.
 use super::Error;
 use super::mermaid::{MermaidOptions, write_mermaid};
-use super::template::{Kind, convert_to_basic};
+use super::template::{Kind, convert};
 use catalog::write::{write_json, write_yaml};
 use catalog::{Bundle, DeclarativeConfig, Property};
 
 /// `reg.example/<pkg>-bundle:v<V>` renders to `<pkg>.v<V>`, or for package `a` (upstream's
-/// fixtures) `a-v<V>`.
-fn stub(image: &str) -> Result<Vec<Bundle>, String> {
+/// fixtures) `a-v<V>`. `…:v<V>_<R>` renders to `<pkg>-v<V>-<R>` with release `R`
+/// (the name opm requires of a bundle with a release), as upstream's substitutes tests do.
+pub(crate) fn stub(image: &str) -> Result<Vec<Bundle>, String> {
     let (repo, tag) = image
         .rsplit_once(":v")
         .ok_or(format!("no stub for {image}"))?;
     let package = repo
         .trim_start_matches("reg.example/")
         .trim_end_matches("-bundle");
-    let name = if package == "a" {
-        format!("a-v{tag}")
-    } else {
-        format!("{package}.v{tag}")
+    let (name, value) = match tag.split_once('_') {
+        Some((version, release)) => (
+            format!("{package}-v{version}-{release}"),
+            format!(r#"{{"packageName":"{package}","version":"{version}","release":"{release}"}}"#),
+        ),
+        None if package == "a" => (
+            format!("a-v{tag}"),
+            format!(r#"{{"packageName":"{package}","version":"{tag}"}}"#),
+        ),
+        None => (
+            format!("{package}.v{tag}"),
+            format!(r#"{{"packageName":"{package}","version":"{tag}"}}"#),
+        ),
     };
     Ok(vec![Bundle {
         name,
@@ -27,19 +37,19 @@ fn stub(image: &str) -> Result<Vec<Bundle>, String> {
         image: image.into(),
         properties: vec![Property {
             kind: "olm.package".into(),
-            value: format!(r#"{{"packageName":"{package}","version":"{tag}"}}"#),
+            value,
         }],
         ..Default::default()
     }])
 }
 
-fn render(input: &str) -> Result<DeclarativeConfig, String> {
+pub(crate) fn render(input: &str) -> Result<DeclarativeConfig, String> {
     let kind = Kind::detect(input.as_bytes()).map_err(|e| e.to_string())?;
     kind.render(input.as_bytes(), &mut stub)
         .map_err(|e| e.to_string())
 }
 
-fn text(dc: &DeclarativeConfig, yaml: bool) -> String {
+pub(crate) fn text(dc: &DeclarativeConfig, yaml: bool) -> String {
     let mut out = Vec::new();
     if yaml {
         write_yaml(dc, &mut out).unwrap();
@@ -50,7 +60,7 @@ fn text(dc: &DeclarativeConfig, yaml: bool) -> String {
 }
 
 /// Channels as `name: entry[ replaces][ skips…]; …` lines, for the long vectors.
-fn channels(dc: &DeclarativeConfig) -> Vec<String> {
+pub(crate) fn channels(dc: &DeclarativeConfig) -> Vec<String> {
     dc.channels
         .iter()
         .map(|c| {
@@ -73,7 +83,7 @@ fn channels(dc: &DeclarativeConfig) -> Vec<String> {
         .collect()
 }
 
-fn bundle_json(v: &str) -> String {
+pub(crate) fn bundle_json(v: &str) -> String {
     format!(
         r#"{{
     "schema": "olm.bundle",
@@ -218,7 +228,10 @@ fn b4_convert_template_basic() {
     ]
 }
 "#;
-    assert_eq!(convert_to_basic(input.as_bytes(), false).unwrap(), expected);
+    assert_eq!(
+        convert(Kind::Basic, input.as_bytes(), false).unwrap(),
+        expected
+    );
 }
 
 const S1: &str = r#"schema: olm.semver

@@ -154,6 +154,114 @@ fn needs_care(b: u8) -> bool {
     (b < 0x20) | (b == b'"') | (b == b'\\') | (b == 0xe2)
 }
 
+/// Go's `json.MarshalIndent(v, "", "    ")` applied to compact JSON `text`: what opm prints
+/// for a value it marshals whole (a converted template, say).
+pub fn indent(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() * 2);
+    reindent(text, 0, &mut out);
+    out
+}
+
+/// Escapes `<`, `>` and `&` in JSON text as `\u003c`, `\u003e` and `\u0026`, which Go's
+/// encoder does by default (`json.Marshal`, unlike an `Encoder` with `SetEscapeHTML(false)`).
+/// In valid JSON these characters occur only inside strings, so replacing them in the text
+/// keeps it valid and means the same.
+pub fn escape_html(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.contains(['<', '>', '&']) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        match c {
+            '<' => out.push_str("\\u003c"),
+            '>' => out.push_str("\\u003e"),
+            '&' => out.push_str("\\u0026"),
+            c => out.push(c),
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+const INDENT: &str = "    ";
+
+pub(crate) fn newline(level: usize, out: &mut String) {
+    out.push('\n');
+    for _ in 0..level {
+        out.push_str(INDENT);
+    }
+}
+
+/// Indents JSON text as Go's `json.Indent` does, nested `level` deep: one member or element
+/// per line, `": "` after keys, empty objects and arrays kept as `{}`/`[]`. Strings are
+/// copied whole, so megabyte-long manifests cost one copy.
+pub(crate) fn reindent(text: &str, level: usize, out: &mut String) {
+    let b = text.as_bytes();
+    let mut depth = level;
+    // Set after `{` or `[`: the line break is written only once something follows.
+    let mut opened = false;
+    let mut i = 0;
+    while i < b.len() {
+        let c = b[i];
+        if matches!(c, b' ' | b'\t' | b'\n' | b'\r') {
+            i += 1;
+            continue;
+        }
+        if opened && !matches!(c, b'}' | b']') {
+            newline(depth, out);
+        }
+        let was_opened = std::mem::replace(&mut opened, false);
+        match c {
+            b'"' => {
+                let end = string_end(b, i);
+                out.push_str(&text[i..end]);
+                i = end;
+                continue;
+            }
+            b'{' | b'[' => {
+                out.push(char::from(c));
+                depth += 1;
+                opened = true;
+            }
+            b'}' | b']' => {
+                depth = depth.saturating_sub(1);
+                if !was_opened {
+                    newline(depth, out);
+                }
+                out.push(char::from(c));
+            }
+            b',' => {
+                out.push(',');
+                newline(depth, out);
+            }
+            b':' => out.push_str(": "),
+            _ => {
+                // The rest of a number or literal.
+                let end = b[i..]
+                    .iter()
+                    .position(|c| matches!(c, b',' | b'}' | b']' | b' ' | b'\n' | b'\r' | b'\t'))
+                    .map_or(b.len(), |p| i + p);
+                out.push_str(&text[i..end]);
+                i = end;
+                continue;
+            }
+        }
+        i += 1;
+    }
+}
+
+/// The index just past the string literal that starts at `start`.
+fn string_end(b: &[u8], start: usize) -> usize {
+    let mut i = start + 1;
+    while i < b.len() {
+        match b[i] {
+            b'\\' => i += 2,
+            b'"' => return i + 1,
+            _ => i += 1,
+        }
+    }
+    b.len()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -226,5 +334,15 @@ mod tests {
         );
         assert_eq!(canonical(&json!({})), "{}");
         assert_eq!(canonical(&json!([])), "[]");
+    }
+
+    #[test]
+    fn html_escaping_and_indenting_are_go_s() {
+        let text = canonical(&json!({"skipRange": ">=1.0.0 <2.0.0", "a": "x&y", "e": [], "o": {}}));
+        assert_eq!(
+            indent(&escape_html(&text)),
+            "{\n    \"a\": \"x\\u0026y\",\n    \"e\": [],\n    \"o\": {},\n    \"skipRange\": \"\\u003e=1.0.0 \\u003c2.0.0\"\n}"
+        );
+        assert!(matches!(escape_html("{}"), std::borrow::Cow::Borrowed(_)));
     }
 }

@@ -6,7 +6,8 @@
 //! - [`property`] reads typed property values; [`model`] assembles and validates the graph;
 //!   [`csv`] synthesises a CSV from `olm.csv.metadata`; [`semver`] is blang's grammar;
 //!   [`version_constraint`] the Masterminds grammar of OLM v1 `version`; [`version_release`]
-//!   the OLM v1 order key, version plus release.
+//!   the order key of version plus release; [`substitutes`] reads `olm.substitutesFor` and
+//!   finds its cycles.
 //! - [`write`] prints a catalog as upstream's `render` does.
 pub mod add;
 pub mod csv;
@@ -23,6 +24,7 @@ mod problems;
 pub mod property;
 pub mod quote;
 pub mod semver;
+pub mod substitutes;
 mod typed;
 pub mod types;
 pub mod version_constraint;

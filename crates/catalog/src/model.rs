@@ -346,7 +346,7 @@ fn check_bundle_properties(b: &Bundle, problems: &mut ValidationError) -> Option
             return None;
         }
     };
-    match parse_release(&release) {
+    match super::version_release::parse_release(&release) {
         Ok(parsed) => Some(VersionRelease {
             version,
             release: parsed,
@@ -362,36 +362,6 @@ fn check_bundle_properties(b: &Bundle, problems: &mut ValidationError) -> Option
             );
             None
         }
-    }
-}
-
-/// Longest release upstream accepts (the CSV CRD's limit).
-const RELEASE_MAX_LEN: usize = 20;
-
-fn parse_release(release: &str) -> Result<Vec<Prerelease>, String> {
-    if release.is_empty() {
-        return Ok(Vec::new());
-    }
-    if release.len() > RELEASE_MAX_LEN {
-        return Err(format!(
-            "invalid release {release:?}: exceeds maximum length of {RELEASE_MAX_LEN} characters"
-        ));
-    }
-    let mut parts = Vec::new();
-    let mut errors = Vec::new();
-    for (i, segment) in release.split('.').enumerate() {
-        match Prerelease::parse(segment) {
-            Ok(p) => parts.push(p),
-            Err(e) => errors.push(format!("segment {i}: {e}")),
-        }
-    }
-    if errors.is_empty() {
-        Ok(parts)
-    } else {
-        Err(format!(
-            "invalid release {release:?}: {}",
-            errors.join("; ")
-        ))
     }
 }
 

@@ -66,8 +66,11 @@ impl fmt::Display for ValidationError {
                 node.origin = origin;
             }
             // The document is worth naming only when it is not the object's own.
+            // A document made in memory (a bundle a template rendered) has no file to name.
             let message = match &p.origin {
-                Some(o) if node.origin != Some(o) => format!("{} ({o})", p.message),
+                Some(o) if node.origin != Some(o) && !o.file.is_empty() => {
+                    format!("{} ({o})", p.message)
+                }
                 _ => p.message.clone(),
             };
             node.messages.push(message);
@@ -90,7 +93,7 @@ fn write_children(f: &mut fmt::Formatter<'_>, node: &mut Node, indent: &str) -> 
             ("├── ", "│   ")
         };
         write!(f, "\n{indent}{branch}invalid {label}")?;
-        if let Some(o) = child.origin {
+        if let Some(o) = child.origin.filter(|o| !o.file.is_empty()) {
             write!(f, " ({o})")?;
         }
         f.write_str(":")?;

@@ -6,7 +6,7 @@ use crate::property::PACKAGE;
 use crate::semver::{Prerelease, Version, compare_prerelease};
 use crate::types::Bundle;
 
-/// Longest build metadata that is still read as a release.
+/// Longest release (and build metadata that is still read as one).
 const MAX_RELEASE_LEN: usize = 20;
 
 /// Equality is precedence equality: build metadata that is not a release is ignored.
@@ -22,33 +22,148 @@ impl VersionRelease {
     /// release (pre-release grammar, at most 20 characters), becomes the release.
     pub fn parse(text: &str) -> Result<VersionRelease, String> {
         let mut version = Version::parse(text)?;
-        let build = version.build.join(".");
-        let release = if !build.is_empty() && build.len() <= MAX_RELEASE_LEN {
-            version
-                .build
-                .iter()
-                .map(|id| Prerelease::parse(id))
-                .collect::<Result<Vec<_>, _>>()
-                .ok()
-        } else {
-            None
-        };
-        let release = match release {
-            Some(release) => {
+        let release = match parse_release(&version.build.join(".")) {
+            Ok(release) if !release.is_empty() => {
                 version.build.clear();
                 release
             }
-            None => Vec::new(),
+            _ => Vec::new(),
         };
         Ok(VersionRelease { version, release })
     }
 
-    /// The bundle's key from its `olm.package` property; `None` when it has none or the
-    /// version does not parse (such bundles sort after every valid one).
+    /// A version and a separate release, as an explicit `release` field gives them: the
+    /// version keeps its build metadata, and an empty release is no release.
+    pub fn explicit(version: &str, release: &str) -> Result<VersionRelease, String> {
+        let version = Version::parse(version)
+            .map_err(|e| format!("error parsing version {version:?}: {e}"))?;
+        let release = parse_release(release)
+            .map_err(|e| format!("error parsing release {release:?}: {e}"))?;
+        Ok(VersionRelease { version, release })
+    }
+
+    /// The bundle's key from its `olm.package` property, as OLM v1 reads it with
+    /// `BundleReleaseSupport` on: an explicit `release` field is the release, otherwise the
+    /// registry+v1 rule applies to the version. `None` when it has no such property or it
+    /// does not parse (such bundles sort after every valid one).
     pub fn of_bundle(bundle: &Bundle) -> Option<VersionRelease> {
         let p = bundle.properties.iter().find(|p| p.kind == PACKAGE)?;
         let value: serde_json::Value = serde_json::from_str(&p.value).ok()?;
-        VersionRelease::parse(value.get("version")?.as_str()?).ok()
+        let version = value.get("version")?.as_str()?;
+        match value.get("release") {
+            // Present, even empty: the field is the release (Go tells it from absent).
+            Some(serde_json::Value::String(release)) => {
+                VersionRelease::explicit(version, release).ok()
+            }
+            // `"release": null` decodes to no field in Go.
+            None | Some(serde_json::Value::Null) => VersionRelease::parse(version).ok(),
+            Some(_) => None,
+        }
+    }
+
+    /// opm's key for a bundle (its `declcfg.Bundle.VersionRelease`, which the substitutes
+    /// template compares): the `olm.package` version and `release`; a bundle without a
+    /// release whose CSV carries `olm.substitutesFor` (the older way to mark a rebuild) takes
+    /// its build metadata as the release. Errors are opm's words.
+    pub fn of_bundle_opm(bundle: &Bundle) -> Result<VersionRelease, String> {
+        let mut found = None;
+        for p in bundle.properties.iter().filter(|p| p.kind == PACKAGE) {
+            if found.is_some() {
+                return Err(format!("must be exactly one property of type {PACKAGE:?}"));
+            }
+            let (version, release) = match crate::property::parse(p) {
+                Ok(crate::property::Typed::Package {
+                    version, release, ..
+                }) => (version, release),
+                Ok(_) => unreachable!("an olm.package property parses as a package"),
+                Err(e) => {
+                    return Err(format!(
+                        "unable to unmarshal \"olm.package\" property for bundle {:?}: {e}",
+                        bundle.name
+                    ));
+                }
+            };
+            let parsed = Version::parse(&version).map_err(|e| {
+                format!(
+                    "invalid semver version {version:?} in \"olm.package\" property for bundle {:?}: {e}",
+                    bundle.name
+                )
+            })?;
+            let release = parse_release(&release).map_err(|e| {
+                format!(
+                    "invalid release {release:?} in \"olm.package\" property for bundle {:?}: {e}",
+                    bundle.name
+                )
+            })?;
+            found = Some(VersionRelease {
+                version: parsed,
+                release,
+            });
+        }
+        let mut vr = found.ok_or_else(|| {
+            format!(
+                "no \"olm.package\" property found for bundle {:?}",
+                bundle.name
+            )
+        })?;
+        if vr.release.is_empty()
+            && !vr.version.build.is_empty()
+            && crate::substitutes::substitutes_for(bundle).is_some()
+        {
+            vr.release = parse_release(&vr.version.build.join(".")).map_err(|e| {
+                format!(
+                    "unable to convert build metadata to release for bundle {:?}: {e}",
+                    bundle.name
+                )
+            })?;
+            vr.version.build.clear();
+        }
+        Ok(vr)
+    }
+}
+
+/// Parses a release: dot-separated identifiers of the semver pre-release grammar, at most
+/// 20 characters in all (the CSV CRD's limit); empty is no release. Errors are opm's.
+pub(crate) fn parse_release(release: &str) -> Result<Vec<Prerelease>, String> {
+    if release.is_empty() {
+        return Ok(Vec::new());
+    }
+    if release.len() > MAX_RELEASE_LEN {
+        return Err(format!(
+            "invalid release {release:?}: exceeds maximum length of {MAX_RELEASE_LEN} characters"
+        ));
+    }
+    let mut parts = Vec::new();
+    let mut errors = Vec::new();
+    for (i, segment) in release.split('.').enumerate() {
+        match Prerelease::parse(segment) {
+            Ok(p) => parts.push(p),
+            Err(e) => errors.push(format!("segment {i}: {e}")),
+        }
+    }
+    if errors.is_empty() {
+        Ok(parts)
+    } else {
+        // opm joins the segments' errors with line breaks; one line keeps a validation
+        // report's tree readable.
+        Err(format!(
+            "invalid release {release:?}: {}",
+            errors.join("; ")
+        ))
+    }
+}
+
+impl VersionRelease {
+    /// The release alone, dot-separated (empty when there is none).
+    pub fn release_text(&self) -> String {
+        self.release
+            .iter()
+            .map(|r| match r {
+                Prerelease::Numeric(n) => n.to_string(),
+                Prerelease::Alphanumeric(s) => s.clone(),
+            })
+            .collect::<Vec<_>>()
+            .join(".")
     }
 }
 

@@ -1,6 +1,6 @@
 //! Writing a catalog back out as FBC, as `opm render`/`opm migrate` print it
 //! (catalog-formats.md §A.6).
-use super::json::{canonical, write_string};
+use super::json::{canonical, newline, reindent, write_string};
 use super::types::*;
 use std::borrow::Cow;
 use std::collections::BTreeSet;
@@ -35,6 +35,14 @@ pub fn write_yaml(dc: &DeclarativeConfig, out: &mut impl Write) -> io::Result<()
         out.write_all(text.as_bytes())?;
     }
     Ok(())
+}
+
+/// `map` as one block-style YAML document (no `---` line), laid out as upstream's writer
+/// lays out any generic value: keys in the map's (sorted) order.
+pub fn yaml_document(map: &serde_json::Map<String, serde_json::Value>) -> String {
+    let mut text = String::new();
+    yaml::write_document(map, &mut text);
+    text
 }
 
 /// A document ready to print: objects keep their key order, `Raw` is JSON text.
@@ -210,15 +218,6 @@ fn meta(m: &Meta) -> Json<'_> {
     Json::Raw(Cow::Owned(canonical(&m.blob)))
 }
 
-const INDENT: &str = "    ";
-
-fn newline(level: usize, out: &mut String) {
-    out.push('\n');
-    for _ in 0..level {
-        out.push_str(INDENT);
-    }
-}
-
 fn write_pretty(j: &Json, level: usize, out: &mut String) {
     match j {
         Json::Str(s) => write_string(s, out),
@@ -252,77 +251,6 @@ fn write_pretty(j: &Json, level: usize, out: &mut String) {
             out.push(']');
         }
     }
-}
-
-/// Indents JSON text as Go's `json.Indent` does, nested `level` deep: one member or element
-/// per line, `": "` after keys, empty objects and arrays kept as `{}`/`[]`. Strings are
-/// copied whole, so megabyte-long manifests cost one copy.
-fn reindent(text: &str, level: usize, out: &mut String) {
-    let b = text.as_bytes();
-    let mut depth = level;
-    // Set after `{` or `[`: the line break is written only once something follows.
-    let mut opened = false;
-    let mut i = 0;
-    while i < b.len() {
-        let c = b[i];
-        if matches!(c, b' ' | b'\t' | b'\n' | b'\r') {
-            i += 1;
-            continue;
-        }
-        if opened && !matches!(c, b'}' | b']') {
-            newline(depth, out);
-        }
-        let was_opened = std::mem::replace(&mut opened, false);
-        match c {
-            b'"' => {
-                let end = string_end(b, i);
-                out.push_str(&text[i..end]);
-                i = end;
-                continue;
-            }
-            b'{' | b'[' => {
-                out.push(char::from(c));
-                depth += 1;
-                opened = true;
-            }
-            b'}' | b']' => {
-                depth = depth.saturating_sub(1);
-                if !was_opened {
-                    newline(depth, out);
-                }
-                out.push(char::from(c));
-            }
-            b',' => {
-                out.push(',');
-                newline(depth, out);
-            }
-            b':' => out.push_str(": "),
-            _ => {
-                // The rest of a number or literal.
-                let end = b[i..]
-                    .iter()
-                    .position(|c| matches!(c, b',' | b'}' | b']' | b' ' | b'\n' | b'\r' | b'\t'))
-                    .map_or(b.len(), |p| i + p);
-                out.push_str(&text[i..end]);
-                i = end;
-                continue;
-            }
-        }
-        i += 1;
-    }
-}
-
-/// The index just past the string literal that starts at `start`.
-fn string_end(b: &[u8], start: usize) -> usize {
-    let mut i = start + 1;
-    while i < b.len() {
-        match b[i] {
-            b'\\' => i += 2,
-            b'"' => return i + 1,
-            _ => i += 1,
-        }
-    }
-    b.len()
 }
 
 /// The document as a JSON value, for YAML output.

@@ -202,6 +202,9 @@ pub struct ExpressionSpec {
 pub struct BundleSpec {
     pub name: String,
     pub version: String,
+    /// The release apart from the version; absent: the version's build metadata is it.
+    #[serde(default)]
+    pub release: Option<String>,
 }
 
 impl Request {

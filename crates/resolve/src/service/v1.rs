@@ -8,6 +8,7 @@ use crate::v1::{
     V1Catalog, V1Request, V1Resolution,
 };
 use catalog::types::Property;
+use catalog::version_release::VersionRelease;
 
 use super::request::{Availability, ExtensionSpec, Policy, Request};
 use super::{
@@ -214,10 +215,7 @@ impl Checks<'_> {
                 safety::apply_crds(crds, &m);
             }
             let next_request = V1Request {
-                installed: Some(InstalledBundle {
-                    name: current.bundle.name.clone(),
-                    version: version_text(&current),
-                }),
+                installed: Some(installed_at(&current)),
                 ..request.clone()
             };
             let Ok((next, _)) = self.pick(&next_request, crds) else {
@@ -230,6 +228,20 @@ impl Checks<'_> {
             current = next;
         }
         steps
+    }
+}
+
+/// The bundle a step leaves installed, its version and release given apart so that a
+/// version with build metadata and a release reads back as it was.
+fn installed_at(found: &V1Resolution) -> InstalledBundle {
+    InstalledBundle {
+        name: found.bundle.name.clone(),
+        version: found
+            .version
+            .as_ref()
+            .map(|v| v.version.to_string())
+            .unwrap_or_default(),
+        release: found.version.as_ref().map(VersionRelease::release_text),
     }
 }
 
@@ -278,6 +290,7 @@ fn v1_request(r: &ExtensionSpec) -> V1Request {
         installed: r.installed_bundle.as_ref().map(|b| InstalledBundle {
             name: b.name.clone(),
             version: b.version.clone(),
+            release: b.release.clone(),
         }),
     }
 }

@@ -43,6 +43,19 @@ pub struct V1Request {
 pub struct InstalledBundle {
     pub name: String,
     pub version: String,
+    /// The release apart from the version (OLM v1 with `BundleReleaseSupport` records it
+    /// so); `None`: the version's build metadata is the release, the registry+v1 way.
+    pub release: Option<String>,
+}
+
+impl InstalledBundle {
+    /// The installed bundle's order key.
+    pub fn version_release(&self) -> Result<VersionRelease, String> {
+        match &self.release {
+            Some(release) => VersionRelease::explicit(&self.version, release),
+            None => VersionRelease::parse(&self.version),
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -127,7 +140,7 @@ pub(crate) fn resolve_refusing(
         .installed
         .as_ref()
         .map(|i| {
-            VersionRelease::parse(&i.version)
+            i.version_release()
                 .map(|vr| (i, vr))
                 .map_err(|e| invalid(format!("invalid installed version {:?}: {e}", i.version)))
         })

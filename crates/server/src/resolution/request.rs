@@ -179,6 +179,7 @@ impl Convert<pb::InstalledBundle> for model::BundleSpec {
         model::BundleSpec {
             name: b.name,
             version: b.version,
+            release: b.release,
         }
     }
 }

@@ -227,9 +227,14 @@ fn load(
         dc,
         manifests,
         custom_documents,
+        substitutes,
         ..
     } = writer;
     let model = Model::build(dc).map_err(IngestError::Invalid)?;
+    // Served all the same, as opm serves it; nothing here follows the links.
+    for cycle in substitutes.cycles() {
+        tracing::warn!(package = %cycle.package, "{cycle}");
+    }
     let counts = write_model(conn, &model, &manifests)?;
     summary.packages = model.packages.len();
     summary.bundles = counts.0;

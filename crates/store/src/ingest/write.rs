@@ -7,6 +7,7 @@ use crate::encode::{
 };
 use catalog::decode::LoadError;
 use catalog::model::Model;
+use catalog::substitutes::{SubstitutesFor, csv_substitutes_for, substitutes_for};
 use catalog::{ChannelEntry, DeclarativeConfig, Document, Meta};
 use prost::Message;
 use rusqlite::{Connection, params};
@@ -22,6 +23,8 @@ pub(super) struct Writer<'c> {
     insert_manifest: rusqlite::Statement<'c>,
     insert_custom: rusqlite::Statement<'c>,
     pub(super) custom_documents: usize,
+    /// The bundles' `olm.substitutesFor` links, read while their CSV is at hand.
+    pub(super) substitutes: SubstitutesFor,
 }
 
 impl<'c> Writer<'c> {
@@ -35,6 +38,7 @@ impl<'c> Writer<'c> {
             insert_custom: conn
                 .prepare("INSERT INTO custom_doc (schema, package, message) VALUES (?1, ?2, ?3)")?,
             custom_documents: 0,
+            substitutes: SubstitutesFor::default(),
         })
     }
 
@@ -43,6 +47,15 @@ impl<'c> Writer<'c> {
     pub(super) fn add(&mut self, doc: Parsed, errors: &mut Vec<LoadError>) -> rusqlite::Result<()> {
         match doc {
             Parsed::Bundle(b) => {
+                // The CSV manifest says it when there is one, else `olm.csv.metadata` does.
+                let target = match b.csv_index.and_then(|i| b.objects.get(i)) {
+                    Some(csv) => csv_substitutes_for(csv),
+                    None => substitutes_for(&b.light),
+                };
+                if let Some(target) = target {
+                    self.substitutes
+                        .record(&b.light.package, &b.light.name, target);
+                }
                 let (objects, csv_range) = encode_objects(&b.objects, b.csv_index);
                 let (start, len) =
                     csv_range.map_or((None, None), |(s, l)| (Some(s as i64), Some(l as i64)));
