@@ -147,7 +147,7 @@ fn run(cli: Cli) -> i32 {
         Command::Resolve(args) => resolve::run(args, cli.use_http, cli.skip_tls_verify),
         Command::Mirror(args) => mirror::run(args, cli.use_http, cli.skip_tls_verify),
         Command::Diff(args) => diff::run(args, cli.use_http, cli.skip_tls_verify),
-        Command::Alpha(args) => alpha::run(args),
+        Command::Alpha(args) => alpha::run(args, cli.use_http, cli.skip_tls_verify),
         Command::HealthProbe { args } => probe::run(&args),
         Command::Version => {
             println!("olm-registry {}", env!("CARGO_PKG_VERSION"));

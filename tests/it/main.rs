@@ -4,6 +4,7 @@
 mod common;
 
 mod add;
+mod alpha_list;
 mod author;
 mod blob_download;
 mod broken;

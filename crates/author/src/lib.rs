@@ -8,6 +8,7 @@ pub mod add;
 pub mod diff;
 mod error;
 pub mod layout;
+pub mod list;
 pub mod mermaid;
 pub mod migrate;
 pub mod references;
