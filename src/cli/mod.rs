@@ -5,6 +5,7 @@ mod alpha;
 mod build;
 mod diff;
 mod images;
+mod init;
 mod migrate;
 mod mirror;
 mod probe;
@@ -74,6 +75,7 @@ struct Cli {
 enum Command {
     Serve(Box<serve::ServeArgs>),
     Validate(validate::ValidateArgs),
+    Init(init::InitArgs),
     Render(render::RenderArgs),
     RenderGraph(render_graph::RenderGraphArgs),
     RenderTemplate(template::RenderTemplateArgs),
@@ -148,6 +150,7 @@ fn run(cli: Cli) -> i32 {
         Command::Mirror(args) => mirror::run(args, cli.use_http, cli.skip_tls_verify),
         Command::Diff(args) => diff::run(args, cli.use_http, cli.skip_tls_verify),
         Command::Alpha(args) => alpha::run(args, cli.use_http, cli.skip_tls_verify),
+        Command::Init(args) => init::run(args),
         Command::HealthProbe { args } => probe::run(&args),
         Command::Version => {
             println!("olm-registry {}", env!("CARGO_PKG_VERSION"));

@@ -28,6 +28,7 @@ mod mirror;
 mod mirror_filter;
 mod observability;
 mod olm_e2e;
+mod opm_init;
 mod probe_http;
 mod real_catalogs;
 mod render;

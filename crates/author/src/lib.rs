@@ -7,6 +7,7 @@
 pub mod add;
 pub mod diff;
 mod error;
+pub mod init;
 pub mod layout;
 pub mod list;
 pub mod mermaid;
