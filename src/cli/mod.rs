@@ -4,6 +4,7 @@ mod add;
 mod alpha;
 mod build;
 mod diff;
+mod generate;
 mod images;
 mod init;
 mod migrate;
@@ -81,6 +82,7 @@ enum Command {
     RenderTemplate(template::RenderTemplateArgs),
     ConvertTemplate(template::ConvertTemplateArgs),
     Migrate(migrate::MigrateArgs),
+    Generate(generate::GenerateArgs),
     Build(build::BuildArgs),
     Add(add::AddArgs),
     Resolve(resolve::ResolveArgs),
@@ -151,6 +153,7 @@ fn run(cli: Cli) -> i32 {
         Command::Diff(args) => diff::run(args, cli.use_http, cli.skip_tls_verify),
         Command::Alpha(args) => alpha::run(args, cli.use_http, cli.skip_tls_verify),
         Command::Init(args) => init::run(args),
+        Command::Generate(args) => generate::run(args),
         Command::HealthProbe { args } => probe::run(&args),
         Command::Version => {
             println!("olm-registry {}", env!("CARGO_PKG_VERSION"));

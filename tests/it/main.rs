@@ -19,6 +19,7 @@ mod container;
 mod control_plane;
 mod deploy;
 mod extra_vectors;
+mod generate_dockerfile;
 mod hostile_files;
 mod images;
 mod layers;
