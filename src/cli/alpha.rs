@@ -1,6 +1,8 @@
 //! `alpha`: opm's alpha commands. opm hides the group from its help; ours lists it, since a
 //! cluster admin reading `--help` should find what OLM runs. Each opm sub-group (`bundle`,
-//! later `list`, ...) is one variant of [`AlphaCommand`].
+//! `list`, ...) is one variant of [`AlphaCommand`].
+use super::images::ImageArgs;
+use author::list::{ListError, Listing, list_reference};
 use bundle::configmap::{DEFAULT_DATA_LIMIT, Options};
 use clap::{Args, Subcommand};
 use cluster::{Connection, Extract, extract_bundle};
@@ -20,6 +22,56 @@ enum AlphaCommand {
         #[command(subcommand)]
         command: BundleCommand,
     },
+    /// List the contents of a catalog as a table.
+    ///
+    /// Meant for reading, as opm's: the columns may change; use `render` to process a catalog.
+    List(ListArgs),
+}
+
+#[derive(Args)]
+pub struct ListArgs {
+    #[command(subcommand)]
+    command: ListCommand,
+}
+
+#[derive(Subcommand)]
+enum ListCommand {
+    /// List the packages of a catalog: name, display name (from the default channel head's
+    /// CSV, when the catalog carries CSVs as olm.bundle.object) and default channel.
+    Packages {
+        #[command(flatten)]
+        catalog: ListedCatalog,
+    },
+    /// List the channels of a catalog, or of one of its packages, with their heads.
+    Channels {
+        #[command(flatten)]
+        catalog: ListedCatalog,
+        /// Only this package.
+        #[arg(value_name = "packageName")]
+        package: Option<String>,
+    },
+    /// List the bundles of a catalog, or of one of its packages: one row per channel a bundle
+    /// is in, with its replaces, skips, skipRange and image.
+    Bundles {
+        #[command(flatten)]
+        catalog: ListedCatalog,
+        /// Only this package.
+        #[arg(value_name = "packageName")]
+        package: Option<String>,
+    },
+}
+
+/// The catalog a list command reads, and how.
+#[derive(Args)]
+struct ListedCatalog {
+    /// The catalog: an FBC directory, a legacy index.db, or a catalog or legacy index image
+    /// (registry reference or oci:DIR[:TAG]). It must be valid; bundles are refused.
+    #[arg(value_name = "indexRef")]
+    reference: String,
+    #[command(flatten)]
+    read_limits: super::ReadLimitArgs,
+    #[command(flatten)]
+    image: ImageArgs,
 }
 
 #[derive(Subcommand)]
@@ -70,15 +122,36 @@ impl AlphaArgs {
             AlphaCommand::Bundle {
                 command: BundleCommand::Extract(args),
             } => args.debug,
+            AlphaCommand::List(_) => false,
         }
     }
 }
 
-pub fn run(args: AlphaArgs) -> i32 {
+pub fn run(args: AlphaArgs, use_http: bool, skip_tls_verify: bool) -> i32 {
     match args.command {
         AlphaCommand::Bundle {
             command: BundleCommand::Extract(args),
         } => super::exit_code(extract(args)),
+        AlphaCommand::List(args) => super::exit_code(list(&args, use_http, skip_tls_verify)),
+    }
+}
+
+fn list(args: &ListArgs, use_http: bool, skip_tls_verify: bool) -> Result<(), String> {
+    let (catalog, what) = match &args.command {
+        ListCommand::Packages { catalog } => (catalog, Listing::Packages),
+        ListCommand::Channels { catalog, package } => (catalog, Listing::Channels(package.clone())),
+        ListCommand::Bundles { catalog, package } => (catalog, Listing::Bundles(package.clone())),
+    };
+    let mut images = catalog.image.images(use_http, skip_tls_verify);
+    let limits = catalog.read_limits.limits();
+    let table = list_reference(&mut images, limits, &catalog.reference, &what)
+        .map_err(|e: ListError| e.to_string())?;
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(table.as_bytes()).and_then(|()| out.flush()) {
+        // A reader that stops early (`| head`) is not an error worth a message.
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(format!("writing output: {e}")),
+        _ => Ok(()),
     }
 }
 

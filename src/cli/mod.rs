@@ -4,7 +4,9 @@ mod add;
 mod alpha;
 mod build;
 mod diff;
+mod generate;
 mod images;
+mod init;
 mod migrate;
 mod mirror;
 mod probe;
@@ -74,11 +76,13 @@ struct Cli {
 enum Command {
     Serve(Box<serve::ServeArgs>),
     Validate(validate::ValidateArgs),
+    Init(init::InitArgs),
     Render(render::RenderArgs),
     RenderGraph(render_graph::RenderGraphArgs),
     RenderTemplate(template::RenderTemplateArgs),
     ConvertTemplate(template::ConvertTemplateArgs),
     Migrate(migrate::MigrateArgs),
+    Generate(generate::GenerateArgs),
     Build(build::BuildArgs),
     Add(add::AddArgs),
     Resolve(resolve::ResolveArgs),
@@ -147,7 +151,9 @@ fn run(cli: Cli) -> i32 {
         Command::Resolve(args) => resolve::run(args, cli.use_http, cli.skip_tls_verify),
         Command::Mirror(args) => mirror::run(args, cli.use_http, cli.skip_tls_verify),
         Command::Diff(args) => diff::run(args, cli.use_http, cli.skip_tls_verify),
-        Command::Alpha(args) => alpha::run(args),
+        Command::Alpha(args) => alpha::run(args, cli.use_http, cli.skip_tls_verify),
+        Command::Init(args) => init::run(args),
+        Command::Generate(args) => generate::run(args),
         Command::HealthProbe { args } => probe::run(&args),
         Command::Version => {
             println!("olm-registry {}", env!("CARGO_PKG_VERSION"));

@@ -321,7 +321,7 @@ fn layout_image(dir: &Path, layer: Vec<u8>, padding: usize) -> String {
 }
 
 /// The same, with `labels` in the image's config.
-fn labelled_layout_image(
+pub(crate) fn labelled_layout_image(
     dir: &Path,
     layer: Vec<u8>,
     padding: usize,
@@ -354,14 +354,14 @@ fn labelled_layout_image(
 }
 
 /// One raw tar entry of a hostile layer.
-enum Entry<'a> {
+pub(crate) enum Entry<'a> {
     File(&'a str, &'a [u8]),
     Symlink(&'a str, &'a str),
     HardLink(&'a str, &'a str),
 }
 
 /// A tar stream with raw names and link targets, so that hostile layers can be made.
-fn hostile_layer(entries: &[Entry]) -> Vec<u8> {
+pub(crate) fn hostile_layer(entries: &[Entry]) -> Vec<u8> {
     let mut tar = tar::Builder::new(Vec::new());
     for entry in entries {
         let (name, kind, target, data): (&str, _, &str, &[u8]) = match entry {

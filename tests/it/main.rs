@@ -4,6 +4,7 @@
 mod common;
 
 mod add;
+mod alpha_list;
 mod author;
 mod blob_download;
 mod broken;
@@ -18,6 +19,7 @@ mod container;
 mod control_plane;
 mod deploy;
 mod extra_vectors;
+mod generate_dockerfile;
 mod hostile_files;
 mod images;
 mod layers;
@@ -27,6 +29,7 @@ mod mirror;
 mod mirror_filter;
 mod observability;
 mod olm_e2e;
+mod opm_init;
 mod probe_http;
 mod real_catalogs;
 mod render;

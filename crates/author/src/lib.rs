@@ -1,13 +1,16 @@
 //! Tools for catalog authors: templates that render to FBC, upgrade-graph pictures, catalog
-//! diffs, adding bundles to a catalog on disk and migrating catalogs to the one-file-per-
-//! package layout. The tools work on [`DeclarativeConfig`]s; the commands' entry points
-//! ([`add`], [`migrate`], [`references`], [`template_render`]) acquire them through
-//! [`source`], which also reads and pulls the bundles they name. What the tools refuse says
-//! why in an [`Error`].
+//! diffs, adding bundles to a catalog on disk, migrating catalogs to the one-file-per-
+//! package layout, and opm's `init`, `generate dockerfile` and `alpha list`. The tools work
+//! on [`DeclarativeConfig`]s; the commands' entry points ([`add`], [`migrate`],
+//! [`references`], [`template_render`], [`list`]) acquire them through [`source`], which also
+//! reads and pulls the bundles they name. What the tools refuse says why in an [`Error`].
 pub mod add;
 pub mod diff;
+pub mod dockerfile;
 mod error;
+pub mod init;
 pub mod layout;
+pub mod list;
 pub mod mermaid;
 pub mod migrate;
 pub mod references;

@@ -100,11 +100,21 @@ pub async fn fetch(
     unfinished: &Unfinished,
     limits: ReadLimits,
 ) -> Result<Fetched, Error> {
+    let unpacked = pull_unpacked(registry, reference, unfinished).await?;
+    read_unpacked(unpacked, reference, limits)
+}
+
+/// What [`fetch`] makes of an image once it is unpacked, by its labels.
+pub(crate) fn read_unpacked(
+    unpacked: Unpacked,
+    reference: &str,
+    limits: ReadLimits,
+) -> Result<Fetched, Error> {
     let Unpacked {
         dir,
         content,
         labels,
-    } = pull_unpacked(registry, reference, unfinished).await?;
+    } = unpacked;
     let inside = |label: &str| content.join(label.trim_start_matches('/'));
     let labels = &labels;
     if let Some(configs) = labels.get(image::LABEL_FBC) {

@@ -2,7 +2,7 @@
 //! by what it holds, anything else an image.
 use super::Error;
 use super::disk::Local;
-use super::image::{Images, fetch_as_fbc};
+use super::image::{Fetched, Images, fetch_as_fbc, pull_unpacked, read_unpacked};
 use bundle::template::ImageTemplate;
 use catalog::decode::describe_load_errors;
 use catalog::file::ReadLimits;
@@ -33,4 +33,41 @@ pub fn load_reference(
         )));
     }
     local.load(template, limits)
+}
+
+/// What [`load_catalog`] found a reference to hold.
+pub enum Held {
+    /// A catalog: an FBC directory, an index.db, a catalog image or a legacy index image.
+    Catalog(DeclarativeConfig),
+    /// A bundle directory or bundle image, left unread.
+    Bundle,
+}
+
+/// A reference that should name a catalog, read as [`load_reference`] reads it, except that a
+/// bundle (directory or image) is told apart before it is read, for the caller to refuse in
+/// its own words (opm's `alpha list` names the reference "non-index"). Files are read within
+/// `limits`.
+pub fn load_catalog(images: &mut Images, limits: ReadLimits, r: &str) -> Result<Held, Error> {
+    if Path::new(r).exists() {
+        return match Local::detect(r)? {
+            Local::BundleDir(_) => Ok(Held::Bundle),
+            _ => load_reference(images, limits, r, None).map(Held::Catalog),
+        };
+    }
+    let unfinished = images.unfinished().clone();
+    let (runtime, registry) = images.get()?;
+    let unpacked = runtime.block_on(pull_unpacked(registry, r, &unfinished))?;
+    // The same test `fetch` reads a bundle image by: a bundle label and no catalog label.
+    let labels = &unpacked.labels;
+    if !labels.contains_key(::image::LABEL_FBC)
+        && labels.contains_key(::image::LABEL_BUNDLE_PACKAGE)
+    {
+        return Ok(Held::Bundle);
+    }
+    match read_unpacked(unpacked, r, limits)? {
+        Fetched::Dir(catalog) => walk::load_dir(&catalog.root, limits)
+            .map_err(|e| Error::Invalid(describe_load_errors(&e))),
+        Fetched::Rendered(dc) => Ok(dc),
+    }
+    .map(Held::Catalog)
 }

@@ -2,8 +2,9 @@
 //! sequences in mappings not indented, keys in the order given).
 //!
 //! Strings are quoted whenever a YAML 1.1 reader (upstream's) or a YAML 1.2 reader could
-//! read them as something else: `yes`, `on`, `1_000`, `0.5`, timestamps, `null`... Multi-line
-//! strings become literal blocks.
+//! read them as something else: `yes`, `on`, `1_000`, `0.5`, timestamps, `null`... — in
+//! double quotes, as upstream's emitter quotes them; single quotes are for strings that
+//! cannot be plain for their characters (`- a`). Multi-line strings become literal blocks.
 use crate::json::{write_canonical, write_string};
 use serde_json::{Map, Value};
 
@@ -70,6 +71,11 @@ fn scalar(v: &Value, indent: usize, out: &mut String) {
 fn string(s: &str, out: &mut String) {
     if plain_ok(s) {
         out.push_str(s);
+    } else if reads_as_non_string(s) {
+        // Upstream's emitter double-quotes a string its reader would take for another type
+        // (`defaultChannel: ""`, `"yes"`, `"1.0"`); single quotes are its fallback only for
+        // strings that cannot be plain for their characters.
+        write_string(s, out);
     } else if !s.contains('\n') && !s.chars().any(is_special_char) {
         out.push('\'');
         out.push_str(&s.replace('\'', "''"));
@@ -266,6 +272,24 @@ mod tests {
             let text = yaml(json!({ "k": s }));
             assert_eq!(text, format!("k: {s}\n"));
             assert_eq!(yaml_to_json(text.as_bytes()), Ok(json!({ "k": s })));
+        }
+    }
+
+    #[test]
+    fn strings_of_other_types_are_double_quoted_others_single_quoted() {
+        // As opm writes them (observed with opm v1.26.4's `render -o yaml`).
+        for (s, written) in [
+            ("", r#""""#),
+            ("yes", r#""yes""#),
+            ("on", r#""on""#),
+            ("1.0", r#""1.0""#),
+            ("null", r#""null""#),
+            ("1_000", r#""1_000""#),
+            ("1:30", r#""1:30""#),
+            ("2001-12-14", r#""2001-12-14""#),
+            ("- a", "'- a'"),
+        ] {
+            assert_eq!(yaml(json!({ "k": s })), format!("k: {written}\n"), "{s:?}");
         }
     }
 
