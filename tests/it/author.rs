@@ -788,7 +788,7 @@ properties:
 - type: olm.package
   value:
     packageName: op
-    release: '2'
+    release: \"2\"
     version: 1.1.0
 ";
     assert!(
