@@ -147,10 +147,11 @@ impl Drop for AbortOnDrop {
     }
 }
 
-/// Accepts until `stop`, then returns, which closes the listener. The server keeps its
-/// incoming stream (and so this task's channel) until its last connection ends, so the stop
-/// cannot wait for the stream to be dropped: the kernel would go on completing handshakes
-/// that nobody answers until the grace period ends.
+/// Accepts until `stop`, then returns, which closes the listener and ends the incoming
+/// stream once the connections already accepted are taken (how the gRPC server learns of the
+/// stop, see `grpc::start`). The server keeps its incoming stream until its last connection
+/// ends, so the listener cannot wait for the stream to be dropped: the kernel would go on
+/// completing handshakes that nobody answers until the grace period ends.
 async fn accept_loop(
     listener: TcpListener,
     limits: Arc<Limits>,

@@ -54,7 +54,7 @@ pub(crate) fn start(
     listener: TcpListener,
     services: Services,
     limits: Limits,
-    mut stop: watch::Receiver<bool>,
+    stop: watch::Receiver<bool>,
 ) -> Result<JoinHandle<Result<(), tonic::transport::Error>>, Error> {
     let reflection = || {
         DESCRIPTOR_SETS.iter().fold(
@@ -105,11 +105,14 @@ pub(crate) fn start(
         .add_service(HealthServer::new(health))
         .add_service(reflection_v1)
         .add_service(reflection_v1alpha);
-    let incoming = connection::incoming(listener, Arc::new(limits), stop.clone());
+    // The stop reaches tonic as the end of the incoming stream, not as a shutdown signal of
+    // its own: tonic stops taking connections the moment its signal fires, so one accepted
+    // just before would wait unserved (a client with no HTTP/2 preface) until the last call
+    // ended. Ending the stream hands over every accepted connection first; tonic then shuts
+    // all of them down gracefully (its signal, which never fires, only turns that on).
+    let incoming = connection::incoming(listener, Arc::new(limits), stop);
     Ok(tokio::spawn(router.serve_with_incoming_shutdown(
         incoming,
-        async move {
-            let _ = stop.wait_for(|stopping| *stopping).await;
-        },
+        std::future::pending::<()>(),
     )))
 }
