@@ -27,6 +27,7 @@ mod lifecycle;
 mod migrate;
 mod mirror;
 mod mirror_filter;
+mod mirror_list;
 mod observability;
 mod olm_e2e;
 mod opm_init;
