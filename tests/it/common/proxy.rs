@@ -103,7 +103,8 @@ pub struct RefusingProxy {
 }
 
 impl RefusingProxy {
-    /// Answers the first `refusals` requests (other than the version check) with `response` (a status line and headers,
+    /// Answers the first `refusals` connections' first requests (the version check aside,
+    /// which it answers itself) with `response` (a status line and headers,
     /// each ending in CRLF, e.g. "HTTP/1.1 503 Service Unavailable\r\n") and closes their
     /// connection; forwards every later connection to `upstream` whole.
     pub fn start(upstream: &str, response: &'static str, refusals: usize) -> RefusingProxy {
@@ -118,16 +119,24 @@ impl RefusingProxy {
                     let Some(head) = request_head(&mut client) else {
                         return;
                     };
-                    // The version check (`GET /v2/`) passes: oci-client asks it before
-                    // requests to find out about tokens and takes a failure for "no token",
-                    // so refusing it would count refusals nothing retries.
-                    let version_check = head.starts_with(b"GET /v2/ ");
-                    let refuse = !version_check
-                        && counter
-                            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
-                                (n < refusals).then_some(n + 1)
-                            })
-                            .is_ok();
+                    // The version check (`GET /v2/`) is answered here: oci-client asks it to
+                    // find out about tokens and takes a failure for "no token", so refusing it
+                    // would count refusals nothing retries; and forwarding it would carry the
+                    // next requests of its connection past the refusals unseen (only a
+                    // connection's first request is looked at).
+                    if head.starts_with(b"GET /v2/ ") {
+                        let _ = client.write_all(
+                            b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\
+                              Content-Length: 2\r\nConnection: close\r\n\r\n{}",
+                        );
+                        let _ = client.shutdown(Shutdown::Both);
+                        return;
+                    }
+                    let refuse = counter
+                        .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
+                            (n < refusals).then_some(n + 1)
+                        })
+                        .is_ok();
                     if refuse {
                         // No body, and no second request on this connection: the client
                         // has nothing to send after the head of a GET or HEAD.
