@@ -2,8 +2,8 @@
 //! resolved to one platform) into a content-addressed cache, and pushing built images.
 //!
 //! Every blob is verified against its digest before it is used or cached. Transient failures
-//! (connection errors, 5xx, 429) are retried as the [`RetryPolicy`] says; the rest become one-line errors that
-//! say what failed and why.
+//! (connection errors, 5xx, 429) are retried as the [`RetryPolicy`] says; the rest become
+//! one-line errors that say what failed and why.
 use super::auth::Credentials;
 use super::create::{BaseImage, BaseLayer, BuiltImage};
 use super::error::{Error, ErrorKind};
@@ -110,12 +110,9 @@ impl Backoff {
         }
         let wait = match failure.retry_after {
             Some(asked) => asked.min(MAX_WAIT),
-            None => jittered(
-                self.policy
-                    .delay
-                    .saturating_mul(1 << self.retries.min(16))
-                    .min(MAX_WAIT),
-            ),
+            None => {
+                jittered(self.policy.delay.saturating_mul(1 << self.retries.min(16))).min(MAX_WAIT)
+            }
         };
         self.retries += 1;
         // Counted in attempts, the failed one included, so that the last says "of N".
@@ -654,4 +651,25 @@ pub fn unpack(image: &Pulled, dest: &Path) -> Result<(), Error> {
         })?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::jittered;
+    use std::time::Duration;
+
+    #[test]
+    fn jitter_stays_within_half_and_one_and_a_half_times() {
+        let waits: Vec<Duration> = (0..200)
+            .map(|_| jittered(Duration::from_millis(1000)))
+            .collect();
+        assert!(
+            waits
+                .iter()
+                .all(|w| *w >= Duration::from_millis(500) && *w < Duration::from_millis(1500)),
+            "{waits:?}"
+        );
+        // Random, not one fixed factor.
+        assert!(waits.iter().any(|w| *w != waits[0]), "{waits:?}");
+    }
 }
