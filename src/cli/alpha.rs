@@ -146,6 +146,11 @@ fn list(args: &ListArgs, use_http: bool, skip_tls_verify: bool) -> Result<(), St
     let limits = catalog.read_limits.limits();
     let table = list_reference(&mut images, limits, &catalog.reference, &what)
         .map_err(|e: ListError| e.to_string())?;
+    print_table(&table)
+}
+
+/// Writes a listing to stdout.
+pub(super) fn print_table(table: &str) -> Result<(), String> {
     use std::io::Write;
     let mut out = std::io::stdout().lock();
     match out.write_all(table.as_bytes()).and_then(|()| out.flush()) {

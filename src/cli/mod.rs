@@ -86,7 +86,7 @@ enum Command {
     Build(build::BuildArgs),
     Add(add::AddArgs),
     Resolve(resolve::ResolveArgs),
-    Mirror(mirror::MirrorArgs),
+    Mirror(Box<mirror::MirrorArgs>),
     Diff(diff::DiffArgs),
     Alpha(alpha::AlphaArgs),
     /// Check a server's health like grpc_health_probe (also runs when invoked as `grpc_health_probe`).
@@ -149,7 +149,7 @@ fn run(cli: Cli) -> i32 {
         }
         Command::ConvertTemplate(args) => template::run_convert(args),
         Command::Resolve(args) => resolve::run(args, cli.use_http, cli.skip_tls_verify),
-        Command::Mirror(args) => mirror::run(args, cli.use_http, cli.skip_tls_verify),
+        Command::Mirror(args) => mirror::run(*args, cli.use_http, cli.skip_tls_verify),
         Command::Diff(args) => diff::run(args, cli.use_http, cli.skip_tls_verify),
         Command::Alpha(args) => alpha::run(args, cli.use_http, cli.skip_tls_verify),
         Command::Init(args) => init::run(args),

@@ -757,8 +757,8 @@ fn a_connection_cut_mid_blob_is_retried_and_never_cached_half() {
     // The catalog holds no FBC documents, only a binary file: it fails to parse, after the pull.
     assert_eq!(flaky.cuts_made(), 2, "{stderr}");
     assert!(
-        stderr.contains("(attempt 1 of 5, retrying)")
-            && stderr.contains("(attempt 2 of 5, retrying)"),
+        stderr.contains("(attempt 1 of 5, retrying in ")
+            && stderr.contains("(attempt 2 of 5, retrying in "),
         "{stderr}"
     );
     assert!(!stderr.contains("attempt 3 of 5"), "{stderr}");

@@ -27,6 +27,8 @@ mod lifecycle;
 mod migrate;
 mod mirror;
 mod mirror_filter;
+mod mirror_list;
+mod mirror_retry;
 mod observability;
 mod olm_e2e;
 mod opm_init;

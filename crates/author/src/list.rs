@@ -3,10 +3,12 @@
 //! tabwriter: each column as wide as its widest cell plus two spaces).
 use super::Error;
 use catalog::DeclarativeConfig;
+use catalog::add::version_of;
 use catalog::file::ReadLimits;
 use catalog::model::{Model, ModelPackage};
 use catalog::property::{self, Typed};
 use catalog::quote::go_quote;
+use catalog::semver::Version;
 use serde_json::Value;
 use source::image::Images;
 use source::reference::{Held, load_catalog};
@@ -19,6 +21,12 @@ pub enum Listing {
     Channels(Option<String>),
     /// The bundles of one package, or of all: one row per channel a bundle is in.
     Bundles(Option<String>),
+    /// The versions of the bundles in one channel of one package, oldest first: what
+    /// `mirror list operators --package P --channel C` prints, as oc-mirror does.
+    Versions {
+        package: String,
+        channel: String,
+    },
 }
 
 /// Why a listing failed.
@@ -99,6 +107,38 @@ pub fn list(dc: DeclarativeConfig, what: &Listing) -> Result<String, Error> {
                         push_row(&mut text, &row);
                     }
                 }
+            }
+        }
+        Listing::Versions { package, channel } => {
+            let p = packages(&Some(package.clone()))?[0];
+            let c = p.channels.get(channel).ok_or_else(|| {
+                let known: Vec<&str> = p.channels.keys().map(String::as_str).collect();
+                Error::Invalid(format!(
+                    "package {} has no channel {} (its channels: {})",
+                    go_quote(package),
+                    go_quote(channel),
+                    known.join(", ")
+                ))
+            })?;
+            // oc-mirror prints them in Go's map order, which changes from run to run; oldest
+            // first reads better when choosing minVersion/maxVersion. A valid catalog gives
+            // every bundle a version, so the name stands in only for what cannot happen.
+            let mut versions: Vec<(String, Option<Version>)> = c
+                .entries
+                .iter()
+                .map(|e| match p.bundles.get(&e.name).and_then(version_of) {
+                    Some(v) => (v.to_string(), Some(v)),
+                    None => (e.name.clone(), None),
+                })
+                .collect();
+            versions.sort_by(|a, b| match (&a.1, &b.1) {
+                (Some(x), Some(y)) => x.cmp(y).then_with(|| x.build.cmp(&y.build)),
+                _ => a.0.cmp(&b.0),
+            });
+            text.push_str("VERSIONS\n");
+            for (v, _) in versions {
+                text.push_str(&v);
+                text.push('\n');
             }
         }
     }

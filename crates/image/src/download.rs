@@ -134,14 +134,14 @@ impl Registry {
         let digest = &descriptor.digest;
         let size = u64::try_from(descriptor.size).unwrap_or(0);
         let mut sink = None;
-        let mut backoff = Backoff::default();
+        let mut backoff = Backoff::new(self.retry_policy());
         loop {
             match self
                 .download_once(r, descriptor, size, layout, &mut sink, progress)
                 .await
             {
                 Ok(()) => break,
-                Err(e) if e.is_transient() && backoff.again(&e.message).await => {}
+                Err(e) if e.is_transient() && backoff.again(&e).await => {}
                 Err(e) => return Err(e),
             }
         }

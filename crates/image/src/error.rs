@@ -2,6 +2,7 @@
 //! credentials, report the registry as down, or refuse the content. The message is the one
 //! line the user reads; callers branch on [`ErrorKind`], never on the words.
 use oci_client::errors::OciDistributionError;
+use std::time::Duration;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ErrorKind {
@@ -9,8 +10,8 @@ pub enum ErrorKind {
     NotFound,
     /// The registry refused these credentials (or their absence).
     Unauthorized,
-    /// The registry could not be reached, timed out, broke off, or answered 5xx: another
-    /// try may succeed.
+    /// The registry could not be reached, timed out, broke off, answered 5xx, or asked us to
+    /// slow down (429): another try may succeed.
     Unavailable,
     /// The registry's certificate is not trusted (--ca-file, --skip-tls-verify).
     Certificate,
@@ -29,6 +30,9 @@ pub enum ErrorKind {
 pub struct Error {
     pub kind: ErrorKind,
     pub message: String,
+    /// How long the registry asked to be left alone before another try (its `Retry-After`
+    /// on a 429), when it said.
+    pub retry_after: Option<Duration>,
 }
 
 impl Error {
@@ -36,6 +40,7 @@ impl Error {
         Error {
             kind,
             message: message.into(),
+            retry_after: None,
         }
     }
 
@@ -54,6 +59,7 @@ impl Error {
         Error {
             kind: self.kind,
             message: format!("{what}: {}", self.message),
+            retry_after: self.retry_after,
         }
     }
 
@@ -75,13 +81,16 @@ fn kind_of(e: &OciDistributionError) -> ErrorKind {
         OciDistributionError::RequestError(r) => match status(r) {
             Some(401 | 403) => ErrorKind::Unauthorized,
             Some(404) => ErrorKind::NotFound,
+            Some(429) => ErrorKind::Unavailable,
             _ if untrusted_certificate(r) => ErrorKind::Certificate,
             _ if r.is_connect() || r.is_timeout() || r.is_body() || r.is_request() => {
                 ErrorKind::Unavailable
             }
             _ => ErrorKind::Other,
         },
-        OciDistributionError::ServerError { code, .. } if *code >= 500 => ErrorKind::Unavailable,
+        OciDistributionError::ServerError { code, .. } if *code >= 500 || *code == 429 => {
+            ErrorKind::Unavailable
+        }
         // A stream of the registry's bytes that broke off.
         OciDistributionError::IoError(_) => ErrorKind::Unavailable,
         OciDistributionError::RegistryError { envelope, .. } => {
@@ -95,7 +104,10 @@ fn kind_of(e: &OciDistributionError) -> ErrorKind {
                         .map(str::to_owned)
                 })
                 .collect();
-            if codes.iter().any(|c| c.ends_with("_UNKNOWN")) {
+            // A 429 with an error body: distribution says TOOMANYREQUESTS.
+            if codes.iter().any(|c| c == "TOOMANYREQUESTS") {
+                ErrorKind::Unavailable
+            } else if codes.iter().any(|c| c.ends_with("_UNKNOWN")) {
                 ErrorKind::NotFound
             } else if codes.iter().any(|c| c == "UNAUTHORIZED" || c == "DENIED") {
                 ErrorKind::Unauthorized

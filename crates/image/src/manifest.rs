@@ -13,10 +13,11 @@ use oci_client::errors::{OciDistributionError, OciEnvelope};
 use oci_client::secrets::RegistryAuth;
 use oci_client::{Client, Reference, RegistryOperation};
 use reqwest::StatusCode;
-use reqwest::header::ACCEPT;
+use reqwest::header::{ACCEPT, RETRY_AFTER};
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::Duration;
+use std::time::SystemTime;
 
 /// How much of an error response is read (its JSON error envelope).
 const MAX_ERROR_BYTES: usize = 64 << 10;
@@ -155,11 +156,21 @@ impl ManifestFetcher {
         };
         let status = response.status();
         if !status.is_success() {
+            let retry_after = match status {
+                StatusCode::TOO_MANY_REQUESTS => response
+                    .headers()
+                    .get(RETRY_AFTER)
+                    .and_then(|v| v.to_str().ok())
+                    .and_then(|v| parse_retry_after(v, SystemTime::now())),
+                _ => None,
+            };
             let body = read_capped(&mut response, MAX_ERROR_BYTES)
                 .await
                 .map_err(|e| oci(e.into()))?
                 .unwrap_or_default();
-            return Err(oci(registry_error(status, &body, &url)));
+            let mut e = oci(registry_error(status, &body, &url));
+            e.retry_after = retry_after;
+            return Err(e);
         }
         let too_big = || {
             Error::new(
@@ -211,5 +222,43 @@ fn registry_error(status: StatusCode, body: &[u8], url: &str) -> OciDistribution
             url,
             message: String::from_utf8_lossy(body).into_owned(),
         },
+    }
+}
+
+/// A `Retry-After` value (RFC 9110: a number of seconds, or an HTTP date) as the wait from
+/// `now`; a date already past means no wait. None when it is neither.
+pub(crate) fn parse_retry_after(value: &str, now: SystemTime) -> Option<Duration> {
+    let value = value.trim();
+    if let Ok(seconds) = value.parse::<u64>() {
+        return Some(Duration::from_secs(seconds));
+    }
+    let at = httpdate::parse_http_date(value).ok()?;
+    Some(at.duration_since(now).unwrap_or_default())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_retry_after;
+    use std::time::{Duration, SystemTime};
+
+    #[test]
+    fn retry_after_is_seconds_or_an_http_date() {
+        // 1994-11-06T08:49:37Z, the date RFC 9110 writes in its examples.
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(784_111_777);
+        let wait = |v: &str| parse_retry_after(v, now);
+        assert_eq!(wait("120"), Some(Duration::from_secs(120)));
+        assert_eq!(wait(" 0 "), Some(Duration::ZERO));
+        assert_eq!(
+            wait("Sun, 06 Nov 1994 08:50:07 GMT"),
+            Some(Duration::from_secs(30))
+        );
+        // The obsolete forms HTTP still accepts.
+        assert_eq!(
+            wait("Sunday, 06-Nov-94 08:50:07 GMT"),
+            Some(Duration::from_secs(30))
+        );
+        assert_eq!(wait("Sun, 06 Nov 1994 08:49:00 GMT"), Some(Duration::ZERO));
+        assert_eq!(wait("soon"), None);
+        assert_eq!(wait("-5"), None);
     }
 }

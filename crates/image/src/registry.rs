@@ -2,8 +2,8 @@
 //! resolved to one platform) into a content-addressed cache, and pushing built images.
 //!
 //! Every blob is verified against its digest before it is used or cached. Transient failures
-//! (connection errors, 5xx) are retried with backoff; the rest become one-line errors that
-//! say what failed and why.
+//! (connection errors, 5xx, 429) are retried as the [`RetryPolicy`] says; the rest become
+//! one-line errors that say what failed and why.
 use super::auth::Credentials;
 use super::create::{BaseImage, BaseLayer, BuiltImage};
 use super::error::{Error, ErrorKind};
@@ -42,6 +42,8 @@ pub struct ClientOptions {
     pub platform: Option<String>,
     /// Where pulled blobs are kept, by digest.
     pub cache_dir: PathBuf,
+    /// How failures another try may fix are retried.
+    pub retry: RetryPolicy,
 }
 
 /// A pulled image: its manifest digest, labels, and layer files in the cache, in order.
@@ -62,43 +64,79 @@ pub struct Registry {
     platform: PlatformResolver,
     credentials: Credentials,
     cache: Layout,
+    retry: RetryPolicy,
 }
 
-/// How registry operations retry transient failures: five attempts in all, waiting 200 ms
-/// after the first failure and twice as long after each next one.
-pub struct Backoff {
-    attempt: u32,
-    delay: Duration,
+/// How registry operations retry what another try may fix (connection errors, 5xx, 429):
+/// `times` more attempts after the first, waiting `delay` after the first failure and twice
+/// as long after each next one, each wait scaled by a random factor between 0.5 and 1.5 so
+/// that parallel copies that failed together do not come back together. A 429 that says
+/// when to come back (`Retry-After`) is waited for as it says instead.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RetryPolicy {
+    pub times: u32,
+    pub delay: Duration,
 }
 
-impl Default for Backoff {
-    fn default() -> Backoff {
-        Backoff {
-            attempt: 1,
+impl Default for RetryPolicy {
+    fn default() -> RetryPolicy {
+        RetryPolicy {
+            times: 4,
             delay: Duration::from_millis(200),
         }
     }
 }
 
-impl Backoff {
-    const ATTEMPTS: u32 = 5;
+/// The longest a single wait may be, whatever the doubling or a `Retry-After` says: a run
+/// should fail with a message rather than sleep for hours.
+const MAX_WAIT: Duration = Duration::from_secs(300);
 
-    /// After a transient failure described by `message`: false when the attempts are used
-    /// up; otherwise says so, waits, and returns true for the next attempt.
-    pub async fn again(&mut self, message: &str) -> bool {
-        if self.attempt >= Self::ATTEMPTS {
+/// The retries left to one registry operation, under a [`RetryPolicy`].
+pub struct Backoff {
+    policy: RetryPolicy,
+    retries: u32,
+}
+
+impl Backoff {
+    pub fn new(policy: RetryPolicy) -> Backoff {
+        Backoff { policy, retries: 0 }
+    }
+
+    /// After a failure another try may fix: false when the retries are used up; otherwise
+    /// says so, waits, and returns true for the next attempt.
+    pub async fn again(&mut self, failure: &Error) -> bool {
+        if self.retries >= self.policy.times {
             return false;
         }
+        let wait = match failure.retry_after {
+            Some(asked) => asked.min(MAX_WAIT),
+            None => {
+                jittered(self.policy.delay.saturating_mul(1 << self.retries.min(16))).min(MAX_WAIT)
+            }
+        };
+        self.retries += 1;
+        // Counted in attempts, the failed one included, so that the last says "of N".
         tracing::warn!(
-            "{message} (attempt {} of {}, retrying)",
-            self.attempt,
-            Self::ATTEMPTS
+            "{} (attempt {} of {}, retrying in {} ms)",
+            failure.message,
+            self.retries,
+            self.policy.times.saturating_add(1),
+            wait.as_millis()
         );
-        tokio::time::sleep(self.delay).await;
-        self.delay *= 2;
-        self.attempt += 1;
+        tokio::time::sleep(wait).await;
         true
     }
+}
+
+/// `d` scaled by a random factor in [0.5, 1.5).
+fn jittered(d: Duration) -> Duration {
+    use std::hash::{BuildHasher, Hasher};
+    // A fresh RandomState is randomly keyed: its hash of nothing is a random number, which
+    // is all the randomness a backoff needs.
+    let random = std::collections::hash_map::RandomState::new()
+        .build_hasher()
+        .finish();
+    d.mul_f64(0.5 + random as f64 / u64::MAX as f64)
 }
 
 /// One line about what went wrong, in terms of the image.
@@ -128,6 +166,9 @@ pub(super) fn describe(e: &OciDistributionError) -> String {
             })
             .collect::<Vec<_>>()
             .join("; "),
+        OciDistributionError::ServerError { code, message, .. } if message.trim().is_empty() => {
+            format!("registry answered {code}")
+        }
         OciDistributionError::ServerError { code, message, .. } => {
             format!("registry answered {code}: {message}")
         }
@@ -153,12 +194,12 @@ pub(super) fn describe(e: &OciDistributionError) -> String {
     }
 }
 
-async fn retry<T, F, Fut>(what: &str, mut op: F) -> Result<T, Error>
+async fn retry<T, F, Fut>(policy: RetryPolicy, what: &str, mut op: F) -> Result<T, Error>
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Result<T, OciDistributionError>>,
 {
-    retry_remote(|| {
+    retry_remote(policy, || {
         let call = op();
         async move { call.await.map_err(|e| Error::from_oci(what, &e)) }
     })
@@ -241,7 +282,13 @@ impl Registry {
             platform,
             credentials: Credentials::load(opts.registry_config.as_deref())?,
             cache: Layout::create(&opts.cache_dir).map_err(|e| e.message)?,
+            retry: opts.retry,
         })
+    }
+
+    /// How this client retries.
+    pub fn retry_policy(&self) -> RetryPolicy {
+        self.retry
     }
 
     pub(super) fn auth(&self, r: &Reference) -> RegistryAuth {
@@ -267,21 +314,22 @@ impl Registry {
         {
             return Ok(cached);
         }
-        let (manifest, digest) = match retry_remote(|| self.image_manifest(r, &what)).await {
-            Ok(found) => found,
-            Err(e) => {
-                // Offline, a tag pulled before still resolves to what it was then.
-                let Some(cached) = self.cached_tag(r) else {
-                    return Err(e);
-                };
-                tracing::warn!(
-                    "{}; using the copy cached when it was last pulled ({})",
-                    e.message,
-                    cached.digest
-                );
-                return Ok(cached);
-            }
-        };
+        let (manifest, digest) =
+            match retry_remote(self.retry, || self.image_manifest(r, &what)).await {
+                Ok(found) => found,
+                Err(e) => {
+                    // Offline, a tag pulled before still resolves to what it was then.
+                    let Some(cached) = self.cached_tag(r) else {
+                        return Err(e);
+                    };
+                    tracing::warn!(
+                        "{}; using the copy cached when it was last pulled ({})",
+                        e.message,
+                        cached.digest
+                    );
+                    return Ok(cached);
+                }
+            };
         // The config is downloaded like a layer, which refuses more bytes than its
         // descriptor says; the descriptor may not say more than the cap.
         if u64::try_from(manifest.config.size).is_ok_and(|size| size > MAX_CONFIG_BYTES) {
@@ -437,7 +485,7 @@ impl Registry {
             ));
         };
         let what = format!("pull base image {}", r.whole());
-        let (manifest, _) = retry_remote(|| self.image_manifest(r, &what)).await?;
+        let (manifest, _) = retry_remote(self.retry, || self.image_manifest(r, &what)).await?;
         if u64::try_from(manifest.config.size).is_ok_and(|size| size > MAX_CONFIG_BYTES) {
             return Err(invalid(format!(
                 "{what}: the image config is larger than {MAX_CONFIG_BYTES} bytes"
@@ -494,15 +542,19 @@ impl Registry {
                 let what = format!("push {}", r.whole());
                 let auth = self.auth(r);
                 // Authenticate for pushing before the first upload.
-                retry(&what, || {
+                retry(self.retry, &what, || {
                     self.client
                         .auth(r, &auth, oci_client::RegistryOperation::Push)
                 })
                 .await?;
                 for layer in &image.base_layers {
-                    if !retry(&what, || self.client.blob_exists(r, &layer.digest)).await? {
+                    if !retry(self.retry, &what, || {
+                        self.client.blob_exists(r, &layer.digest)
+                    })
+                    .await?
+                    {
                         let blob = read_base_layer(layer)?;
-                        retry(&what, || {
+                        retry(self.retry, &what, || {
                             self.client.push_blob(r, blob.clone(), &layer.digest)
                         })
                         .await?;
@@ -510,15 +562,24 @@ impl Registry {
                 }
                 for blob in std::iter::once(&image.config).chain(&image.layers) {
                     let digest = digest_of(blob);
-                    if !retry(&what, || self.client.blob_exists(r, &digest)).await? {
-                        retry(&what, || self.client.push_blob(r, blob.clone(), &digest)).await?;
+                    if !retry(self.retry, &what, || self.client.blob_exists(r, &digest)).await? {
+                        retry(self.retry, &what, || {
+                            self.client.push_blob(r, blob.clone(), &digest)
+                        })
+                        .await?;
                     }
                 }
                 let manifest: OciImageManifest = serde_json::from_slice(&image.manifest)
                     .map_err(|e| invalid(format!("{what}: encoding the manifest: {e}")))?;
                 let manifest = OciManifest::Image(manifest);
-                retry(&what, || self.client.push_manifest(r, &manifest)).await?;
-                retry(&what, || self.client.fetch_manifest_digest(r, &auth)).await
+                retry(self.retry, &what, || {
+                    self.client.push_manifest(r, &manifest)
+                })
+                .await?;
+                retry(self.retry, &what, || {
+                    self.client.fetch_manifest_digest(r, &auth)
+                })
+                .await
             }
         }
     }
@@ -590,4 +651,25 @@ pub fn unpack(image: &Pulled, dest: &Path) -> Result<(), Error> {
         })?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::jittered;
+    use std::time::Duration;
+
+    #[test]
+    fn jitter_stays_within_half_and_one_and_a_half_times() {
+        let waits: Vec<Duration> = (0..200)
+            .map(|_| jittered(Duration::from_millis(1000)))
+            .collect();
+        assert!(
+            waits
+                .iter()
+                .all(|w| *w >= Duration::from_millis(500) && *w < Duration::from_millis(1500)),
+            "{waits:?}"
+        );
+        // Random, not one fixed factor.
+        assert!(waits.iter().any(|w| *w != waits[0]), "{waits:?}");
+    }
 }

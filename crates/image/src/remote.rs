@@ -3,7 +3,7 @@
 //! blobs streamed through without ever holding a layer in memory.
 use super::error::{Error, ErrorKind};
 use super::layout::digest_of;
-use super::registry::{Backoff, Registry};
+use super::registry::{Backoff, Registry, RetryPolicy};
 use bytes::Bytes;
 use oci_client::errors::{DigestError, OciDistributionError};
 use oci_client::manifest::{
@@ -25,16 +25,16 @@ pub const MANIFEST_MEDIA_TYPES: [&str; 4] = [
 /// Blob bytes as they arrive.
 pub type BlobStream = Pin<Box<dyn Stream<Item = std::io::Result<Bytes>> + Send>>;
 
-/// Runs a registry operation again after each transient failure, as [`Backoff`] allows.
-pub async fn retry_remote<T, F, Fut>(mut op: F) -> Result<T, Error>
+/// Runs a registry operation again after each transient failure, as `policy` allows.
+pub async fn retry_remote<T, F, Fut>(policy: RetryPolicy, mut op: F) -> Result<T, Error>
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = Result<T, Error>>,
 {
-    let mut backoff = Backoff::default();
+    let mut backoff = Backoff::new(policy);
     loop {
         match op().await {
-            Err(e) if e.is_transient() && backoff.again(&e.message).await => {}
+            Err(e) if e.is_transient() && backoff.again(&e).await => {}
             other => return other,
         }
     }

@@ -5,7 +5,7 @@
 //! - Blobs stream through: at most a few chunks of one are in memory.
 //! - Every blob is checked against its digest before the destination may commit it: the last
 //!   chunk is held back until the whole blob is verified, so a corrupt blob never lands.
-//! - Transient failures (connection reset, EOF, TLS, 5xx) cost a retry of that blob only;
+//! - Transient failures (connection reset, EOF, TLS, 5xx, 429) cost a retry of that blob only;
 //!   a download into the archive continues where it stopped.
 //! - Manifests go last, children before their index, so an interrupted run leaves no image
 //!   whose blobs are missing, and a rerun copies only what is not there yet.
@@ -237,7 +237,12 @@ impl Copier {
 
     async fn get_manifest(&self, from: &Location, digest: &str) -> Result<(Bytes, String), Error> {
         match from.reference(digest) {
-            Some(r) => retry(|| self.registry.get_manifest(&r)).await,
+            Some(r) => {
+                retry(self.registry.retry_policy(), || {
+                    self.registry.get_manifest(&r)
+                })
+                .await
+            }
             None => {
                 let body = self.layout()?.read_blob(digest, MAX_MANIFEST_BYTES)?;
                 let media_type = image::remote::manifest_media_type(&body).map_err(fatal)?;
@@ -298,7 +303,12 @@ impl Copier {
 
     async fn has_blob(&self, at: &Location, digest: &str, size: u64) -> Result<bool, Error> {
         match at.reference(digest) {
-            Some(r) => retry(|| self.registry.blob_exists(&r, digest)).await,
+            Some(r) => {
+                retry(self.registry.retry_policy(), || {
+                    self.registry.blob_exists(&r, digest)
+                })
+                .await
+            }
             None => {
                 let layout = self
                     .layout
@@ -379,7 +389,7 @@ impl Copier {
             }
             (None, None) => return Err(format!("blob {digest} is missing from the archive")),
         };
-        let mut backoff = Backoff::default();
+        let mut backoff = Backoff::new(self.registry.retry_policy());
         loop {
             let verdict = Arc::new(Mutex::new(None));
             let outcome = self.upload_once(digest, size, from, &dest, &verdict).await;
@@ -389,7 +399,7 @@ impl Copier {
                 (Err(_), Some(why)) => {
                     return Err(format!("{why} (from {}); not copied", from.describe()));
                 }
-                (Err(e), None) if e.is_transient() && backoff.again(&e.message).await => {}
+                (Err(e), None) if e.is_transient() && backoff.again(&e).await => {}
                 (Err(e), None) => return Err(e.message),
             }
         }
@@ -440,10 +450,16 @@ impl Copier {
             to => {
                 for (digest, body, media_type) in children.iter().chain([top]) {
                     let r = to.reference(digest).expect("a registry location");
-                    retry(|| self.registry.put_manifest(&r, body.clone(), media_type)).await?;
+                    retry(self.registry.retry_policy(), || {
+                        self.registry.put_manifest(&r, body.clone(), media_type)
+                    })
+                    .await?;
                 }
                 let r = to.reference(&job.tag).expect("a registry location");
-                retry(|| self.registry.put_manifest(&r, top.1.clone(), &top.2)).await?;
+                retry(self.registry.retry_policy(), || {
+                    self.registry.put_manifest(&r, top.1.clone(), &top.2)
+                })
+                .await?;
             }
         }
         Ok(())

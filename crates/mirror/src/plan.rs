@@ -10,6 +10,7 @@
 use super::config::{AdditionalImage, BlockedImage, Operators};
 use super::error::Error;
 use catalog::DeclarativeConfig;
+use image::remote::retry_remote;
 use image::{Registry, build_image, layout::Layout};
 use oci_client::Reference;
 use serde::{Deserialize, Serialize};
@@ -222,20 +223,7 @@ async fn place(registry: &Registry, w: Wanted) -> Result<PlannedImage, Error> {
     let r = parse_reference(&w.source)?;
     let digest = match r.digest() {
         Some(d) => d.to_owned(),
-        None => {
-            // A tag lookup is one small request: retry it like any other transient failure
-            // (twice at most).
-            let mut attempt = 0u32;
-            loop {
-                match registry.resolve_digest(&r).await {
-                    Err(e) if e.is_transient() && attempt < 2 => {
-                        tokio::time::sleep(std::time::Duration::from_millis(200 << attempt)).await;
-                        attempt += 1;
-                    }
-                    resolved => break resolved?,
-                }
-            }
-        }
+        None => retry_remote(registry.retry_policy(), || registry.resolve_digest(&r)).await?,
     };
     let by_digest = r.digest().is_some() && !has_tag(&w.source);
     let tag = match (&w.target_tag, r.tag()) {
