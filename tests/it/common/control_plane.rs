@@ -3,12 +3,13 @@
 //! that directory's `control-plane.sh` on free 127.0.0.1 ports chosen here, so that several
 //! tests can each run their own at once. Nothing binds outside loopback, so no network
 //! namespace is needed. Without the tools directory a test skips, loudly.
+use super::kube::eventually;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, PostParams};
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// How long a CRD may take to be Established (a bound, not a sleep).
 const PATIENCE: Duration = Duration::from_secs(60);
@@ -164,26 +165,22 @@ impl ControlPlane {
                 .unwrap_or_else(|e| panic!("create CRD {name}: {e}"));
             names.push(name);
         }
-        let deadline = Instant::now() + PATIENCE;
-        for name in names {
-            loop {
-                let crd = api.get(&name).await.unwrap();
+        eventually("every CRD Established", PATIENCE, || async {
+            for name in &names {
+                let crd = api.get(name).await.unwrap();
                 let established = crd
                     .status
                     .and_then(|s| s.conditions)
                     .unwrap_or_default()
                     .iter()
                     .any(|c| c.type_ == "Established" && c.status == "True");
-                if established {
-                    break;
+                if !established {
+                    return None;
                 }
-                assert!(
-                    Instant::now() < deadline,
-                    "CRD {name} not Established within {PATIENCE:?}"
-                );
-                tokio::time::sleep(Duration::from_millis(100)).await;
             }
-        }
+            Some(())
+        })
+        .await;
     }
 
     /// A client with the admin's kubeconfig.

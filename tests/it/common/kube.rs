@@ -43,13 +43,21 @@ impl Kube {
     }
 
     pub async fn create(&self, path: &str, object: Value) -> Value {
-        self.send(
-            http::Method::POST,
-            path,
-            Some(("application/json", object.clone())),
-        )
-        .await
-        .unwrap_or_else(|e| panic!("POST {path} {object}: {e}"))
+        self.write(http::Method::POST, "application/json", path, object)
+            .await
+    }
+
+    /// Sends `body` as `content_type`; the object the server answers with.
+    async fn write(
+        &self,
+        method: http::Method,
+        content_type: &str,
+        path: &str,
+        body: Value,
+    ) -> Value {
+        self.send(method.clone(), path, Some((content_type, body.clone())))
+            .await
+            .unwrap_or_else(|e| panic!("{method} {path} {body}: {e}"))
     }
 
     pub async fn delete(&self, path: &str) {
@@ -59,13 +67,13 @@ impl Kube {
     }
 
     pub async fn merge_patch(&self, path: &str, patch: Value) -> Value {
-        self.send(
+        self.write(
             http::Method::PATCH,
+            "application/merge-patch+json",
             path,
-            Some(("application/merge-patch+json", patch.clone())),
+            patch,
         )
         .await
-        .unwrap_or_else(|e| panic!("PATCH {path} {patch}: {e}"))
     }
 }
 

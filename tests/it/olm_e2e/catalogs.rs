@@ -2,6 +2,7 @@
 //! `etcd` 0.9.2 and 0.9.4 as bundle images pushed to the loopback registry (with `build
 //! bundle`), and `prometheus` 0.47.0 (and, in the second version of the catalog, 0.56.3
 //! replacing it) rendered from their directories with no image, each requiring etcd.
+use super::run_ok;
 use crate::common::{BIN, shared_testdata};
 use serde_json::{Value, json};
 use std::collections::BTreeSet;
@@ -33,21 +34,23 @@ impl E2eCatalogs {
         for v in ETCD {
             let image = catalogs.etcd_image(v);
             let dir = catalogs.bundles.join("etcd").join(v);
-            run(Command::new(BIN)
-                .args(["--use-http", "build", "bundle"])
-                .arg(&dir)
-                .args(["--tag", &image]));
+            run_ok(
+                Command::new(BIN)
+                    .args(["--use-http", "build", "bundle"])
+                    .arg(&dir)
+                    .args(["--tag", &image]),
+            );
             etcd_refs.push(image);
         }
         let mut render = Command::new(BIN);
         render.args(["--use-http", "render"]).args(&etcd_refs);
-        let etcd = bundles_of(&run(&mut render));
+        let etcd = bundles_of(&run_ok(&mut render));
         let mut render = Command::new(BIN);
         render.arg("render");
         for v in PROMETHEUS {
             render.arg(catalogs.bundles.join("prometheus").join(v));
         }
-        let mut prometheus = bundles_of(&run(&mut render));
+        let mut prometheus = bundles_of(&run_ok(&mut render));
         for b in &mut prometheus {
             assert_eq!(b["image"], "", "a bundle directory renders with no image");
             b["properties"].as_array_mut().unwrap().push(json!({
@@ -95,18 +98,6 @@ impl E2eCatalogs {
         };
         super::fbc::bundle_objects(&dir)
     }
-}
-
-fn run(command: &mut Command) -> Vec<u8> {
-    let out = command
-        .output()
-        .unwrap_or_else(|e| panic!("{command:?}: {e}"));
-    assert!(
-        out.status.success(),
-        "{command:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out.stdout
 }
 
 fn bundles_of(rendered: &[u8]) -> Vec<Value> {

@@ -3,6 +3,7 @@
 //! copies the bundle image's files to /bundle, the `extract` container runs `opm alpha bundle
 //! extract` with OLM's arguments — then the Job is marked complete as the Job controller
 //! would.
+use super::run_ok;
 use crate::common::BIN;
 use crate::common::control_plane::ControlPlane;
 use crate::common::kube::Kube;
@@ -93,16 +94,11 @@ impl JobRunner {
             .unwrap_or_else(|| panic!("no -m in {command:?}"));
         assert_eq!(args[m + 1], "/bundle/", "{command:?}");
         args[m + 1] = format!("{}/", bundle.display());
-        let out = Command::new(&self.opm)
-            .args(&args)
-            .arg("-k")
-            .arg(&self.kubeconfig)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "opm {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
+        run_ok(
+            Command::new(&self.opm)
+                .args(&args)
+                .arg("-k")
+                .arg(&self.kubeconfig),
         );
     }
 }

@@ -207,16 +207,7 @@ async fn run(tools: PathBuf) {
 
     // d. Our server stops (SIGTERM) and comes back on the same address with a newer head:
     // OLM notices, reconnects, re-lists and upgrades, with no restart of its own.
-    let stop_started = Instant::now();
-    server.signal("TERM");
-    let status = server.wait().await;
-    let stopped_in = stop_started.elapsed();
-    assert_eq!(status.code(), Some(0), "log:\n{}", server.log());
-    assert!(
-        !server.log().contains("after the grace period"),
-        "calls were cut at the end of the grace period:\n{}",
-        server.log()
-    );
+    let stopped_in = stop_cleanly(&mut server).await;
     waits::wait_for_catalog_state(&kube, "e2e", |s| s != "READY").await;
     let state_d = resolution::cluster_state(&kube).await;
     let restarted = Instant::now();
@@ -292,21 +283,41 @@ async fn sigterm_while_olm_lists(kube: &Kube, work: &Path) -> Duration {
         );
         tokio::time::sleep(Duration::from_millis(2)).await;
     }
-    let stop_started = Instant::now();
-    big.signal("TERM");
-    let status = big.wait().await;
-    let took = stop_started.elapsed();
-    assert_eq!(status.code(), Some(0), "log:\n{}", big.log());
-    assert!(
-        !big.log().contains("after the grace period"),
-        "calls were cut at the end of the grace period:\n{}",
-        big.log()
-    );
+    let took = stop_cleanly(&mut big).await;
     // Gone for good: OLM resolves against every catalog of its global namespace, and would
     // wait for this one.
     kube.delete("/apis/operators.coreos.com/v1alpha1/namespaces/olm/catalogsources/big")
         .await;
     took
+}
+
+/// SIGTERM, then the process exits 0 with no call cut at the end of its grace period;
+/// returns how long that took.
+async fn stop_cleanly(server: &mut Server) -> Duration {
+    let started = Instant::now();
+    server.signal("TERM");
+    let status = server.wait().await;
+    let took = started.elapsed();
+    assert_eq!(status.code(), Some(0), "log:\n{}", server.log());
+    assert!(
+        !server.log().contains("after the grace period"),
+        "calls were cut at the end of the grace period:\n{}",
+        server.log()
+    );
+    took
+}
+
+/// Runs `command` to success (failing the test with its stderr otherwise); its stdout.
+fn run_ok(command: &mut Command) -> Vec<u8> {
+    let out = command
+        .output()
+        .unwrap_or_else(|e| panic!("{command:?}: {e}"));
+    assert!(
+        out.status.success(),
+        "{command:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out.stdout
 }
 
 /// A server's gRPC call counter `metric` (`grpc_server_started_total`, ...), by method, from
