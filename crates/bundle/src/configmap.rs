@@ -240,7 +240,7 @@ fn entries(dir: &Path) -> Result<Vec<std::ffi::OsString>, Error> {
 /// A regular file's bytes (symbolic links followed, as opm does). Anything else is refused:
 /// a directory cannot be one key, and a pipe or device would block or never end.
 fn read_file(path: &Path) -> Result<Vec<u8>, Error> {
-    use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+    use std::os::unix::fs::OpenOptionsExt;
     let failed = |source| Error::ReadFile {
         path: path.to_owned(),
         source,
@@ -255,14 +255,8 @@ fn read_file(path: &Path) -> Result<Vec<u8>, Error> {
     if !kind.is_file() {
         let what = if kind.is_dir() {
             "a directory"
-        } else if kind.is_fifo() {
-            "a named pipe"
-        } else if kind.is_char_device() || kind.is_block_device() {
-            "a device"
-        } else if kind.is_socket() {
-            "a socket"
         } else {
-            "not a regular file"
+            catalog::file::special_kind(&kind)
         };
         return Err(Error::NotAFile {
             path: path.to_owned(),

@@ -5,7 +5,7 @@
 use super::decode::LoadError;
 use std::fs::{File, OpenOptions};
 use std::io::Read;
-use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::PathBuf;
 
 /// How much of a catalog's files may be read (`--max-file-size`). Every reader of catalog
@@ -76,15 +76,7 @@ impl CatalogFile {
             .map_err(|e| self.error(format!("read error: {e}")))?;
         let kind = meta.file_type();
         if !kind.is_file() {
-            let what = if kind.is_fifo() {
-                "a named pipe"
-            } else if kind.is_char_device() || kind.is_block_device() {
-                "a device"
-            } else if kind.is_socket() {
-                "a socket"
-            } else {
-                "not a regular file"
-            };
+            let what = special_kind(&kind);
             return Err(self.error(format!("{what}: only regular files can be catalog files")));
         }
         if meta.len() > self.limits.max_file_size {
@@ -125,5 +117,20 @@ impl CatalogFile {
         let mut data = Vec::new();
         self.read_with(|chunk| data.extend_from_slice(chunk))?;
         Ok(data)
+    }
+}
+
+/// What a file that is not a regular one is, in words for an error: a pipe or a device would
+/// block or never end, so readers refuse them by name.
+pub fn special_kind(kind: &std::fs::FileType) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    if kind.is_fifo() {
+        "a named pipe"
+    } else if kind.is_char_device() || kind.is_block_device() {
+        "a device"
+    } else if kind.is_socket() {
+        "a socket"
+    } else {
+        "not a regular file"
     }
 }
