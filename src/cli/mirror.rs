@@ -14,7 +14,8 @@ use unfinished::Unfinished;
 /// interruption copies only what is missing. After mirroring to a registry the cluster
 /// resources (ImageDigestMirrorSet, ImageTagMirrorSet, CatalogSource, ClusterCatalog) are
 /// written to <workspace>/working-dir/cluster-resources/ and a source=destination mapping to
-/// <workspace>/working-dir/mapping.txt.
+/// <workspace>/working-dir/mapping.txt. Signatures, attestations, SBOMs and other OCI
+/// referrers of each image travel with it unless --remove-signatures.
 #[derive(Args)]
 #[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
 pub struct MirrorArgs {
@@ -41,6 +42,11 @@ pub struct MirrorArgs {
     /// Write a legacy ImageContentSourcePolicy instead of ImageDigestMirrorSet/ImageTagMirrorSet.
     #[arg(long)]
     icsp: bool,
+    /// Leave behind what refers to each image: cosign signatures, attestations and SBOMs
+    /// (tags sha256-<hex>.sig/.att/.sbom) and OCI 1.1 referrers. By default they travel with
+    /// their images on every path (to a registry, to disk, from disk).
+    #[arg(long)]
+    remove_signatures: bool,
     #[command(flatten)]
     image: ImageArgs,
 }
@@ -98,6 +104,7 @@ pub fn run(args: MirrorArgs, use_http: bool, skip_tls_verify: bool) -> i32 {
         parallel: args.parallel,
         dry_run: args.dry_run,
         icsp: args.icsp,
+        remove_signatures: args.remove_signatures,
     };
     super::exit_code(mirror::run(
         &options,

@@ -3,6 +3,7 @@
 //! [`copy`], the disk [`archive`], the cluster resources ([`outputs`]), and [`run`], which
 //! does a whole workflow ([`workflow`]) or says why it stopped ([`Error`]).
 mod archive;
+mod attachments;
 pub mod config;
 mod copy;
 mod error;

@@ -7,6 +7,7 @@
 //! keeps its digest and is also tagged `sha256-<hex>` so that registries which collect
 //! untagged manifests keep it; a catalog goes to `targetCatalog` (else its source path) with
 //! `targetTag` (else its source tag, else `sha256-<hex of the rebuilt catalog>`).
+use super::attachments::{Finder, Link};
 use super::config::{AdditionalImage, BlockedImage, Operators};
 use super::error::Error;
 use catalog::DeclarativeConfig;
@@ -25,6 +26,11 @@ pub(crate) enum ImageKind {
     AdditionalImage,
     /// A catalog rebuilt from its filtered FBC (copied last, after everything it names).
     Catalog,
+    /// A cosign tag-scheme attachment (`sha256-<hex>.sig`, `.att`, `.sbom`) of an image.
+    Attachment,
+    /// An OCI 1.1 referrer of an image (a manifest whose `subject` is the image), copied by
+    /// digest and listed by the destination's referrers API or fallback tag.
+    Referrer,
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
@@ -41,6 +47,9 @@ pub(crate) struct PlannedImage {
     pub(crate) tag: String,
     /// The source named a digest only: clusters pull it by digest (IDMS), else by tag (ITMS).
     pub(crate) by_digest: bool,
+    /// For an attachment or referrer: the manifest it refers to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) subject: Option<String>,
 }
 
 impl PlannedImage {
@@ -98,6 +107,8 @@ pub(crate) fn kind_name(kind: ImageKind) -> &'static str {
         ImageKind::RelatedImage => "relatedImage",
         ImageKind::AdditionalImage => "additionalImage",
         ImageKind::Catalog => "catalog",
+        ImageKind::Attachment => "attachment",
+        ImageKind::Referrer => "referrer",
     }
 }
 
@@ -241,7 +252,96 @@ async fn place(registry: &Registry, w: Wanted) -> Result<PlannedImage, Error> {
         digest,
         source: w.source,
         kind: w.kind,
+        subject: None,
     })
+}
+
+/// The attachments of every planned image (cosign tags and OCI referrers, see
+/// [`crate::attachments`]), each placed beside its image, a few images at a time. Fails,
+/// before anything is copied, when a signature or referrer claims another manifest than the
+/// one it is attached to.
+pub(crate) async fn attachments(
+    registry: Arc<Registry>,
+    images: &[PlannedImage],
+    parallel: usize,
+) -> Result<Vec<PlannedImage>, Error> {
+    let finder = Arc::new(Finder::new(registry));
+    let limit = Arc::new(tokio::sync::Semaphore::new(parallel.max(1)));
+    let mut tasks = tokio::task::JoinSet::new();
+    for (index, image) in images.iter().enumerate() {
+        if image.kind == ImageKind::Catalog {
+            continue;
+        }
+        let (finder, limit, image) = (finder.clone(), limit.clone(), image.clone());
+        tasks.spawn(async move {
+            let _permit = limit.acquire_owned().await;
+            (index, attachments_of(&finder, &image).await)
+        });
+    }
+    let mut found = BTreeMap::new();
+    let mut problems = Vec::new();
+    while let Some(done) = tasks.join_next().await {
+        match done? {
+            (index, Ok(placed)) => {
+                found.insert(index, placed);
+            }
+            (_, Err(Error::Image(e))) => problems.push(e.message),
+            (_, Err(e)) => return Err(e),
+        }
+    }
+    if !problems.is_empty() {
+        problems.sort();
+        return Err(Error::Unresolved(problems));
+    }
+    let mut seen = BTreeSet::new();
+    Ok(found
+        .into_values()
+        .flatten()
+        .filter(|a| seen.insert((a.repository.clone(), a.tag.clone(), a.digest.clone())))
+        .collect())
+}
+
+async fn attachments_of(finder: &Finder, image: &PlannedImage) -> Result<Vec<PlannedImage>, Error> {
+    let r = parse_reference(&image.source)?;
+    let (registry, repository) = (r.registry(), r.repository());
+    let mut placed = Vec::new();
+    for a in finder.find(registry, repository, &image.digest).await? {
+        if let Some(claimed) = finder.claims_other(registry, repository, &a).await? {
+            let attachment = match &a.link {
+                Link::Tag(tag) => format!("{registry}/{repository}:{tag} ({})", a.digest),
+                _ => format!("{registry}/{repository}@{}", a.digest),
+            };
+            return Err(Error::Mismatch {
+                attachment,
+                subject: a.subject,
+                claimed,
+            });
+        }
+        let (source, kind, tag) = match a.link {
+            Link::Tag(tag) => (
+                format!("{registry}/{repository}:{tag}"),
+                ImageKind::Attachment,
+                tag,
+            ),
+            Link::Referrer => (
+                format!("{registry}/{repository}@{}", a.digest),
+                ImageKind::Referrer,
+                digest_tag(&a.digest),
+            ),
+            // Written anew at the destination, for the referrers copied there.
+            Link::FallbackIndex => continue,
+        };
+        placed.push(PlannedImage {
+            source,
+            kind,
+            by_digest: kind == ImageKind::Referrer,
+            digest: a.digest,
+            repository: image.repository.clone(),
+            tag,
+            subject: Some(a.subject),
+        });
+    }
+    Ok(placed)
 }
 
 /// Whether a reference names a tag itself (the parser fills in `latest` when it has none).
@@ -251,7 +351,8 @@ fn has_tag(image: &str) -> bool {
     last.contains(':')
 }
 
-/// The tag oc-mirror v2 gives an image that has only a digest: `sha256-<hex>`.
+/// The tag oc-mirror v2 gives an image that has only a digest: `sha256-<hex>` (also the
+/// form of OCI's referrers fallback tag and cosign's attachment tags).
 pub(crate) fn digest_tag(digest: &str) -> String {
     digest.replacen(':', "-", 1)
 }
@@ -293,6 +394,7 @@ pub(crate) fn rebuild_catalog(
         tag,
         by_digest: false,
         digest,
+        subject: None,
     })
 }
 
@@ -310,6 +412,7 @@ mod tests {
             repository: parse_reference(source).unwrap().repository().into(),
             tag: tag.into(),
             by_digest,
+            subject: None,
         };
         assert_eq!(
             image("quay.io/ns/op:v1", "v1", false).destination("mirror.example:5000/pfx/"),
