@@ -29,6 +29,7 @@ mod mirror;
 mod mirror_filter;
 mod mirror_list;
 mod mirror_retry;
+mod mirror_signatures;
 mod observability;
 mod olm_e2e;
 mod opm_init;
