@@ -4,6 +4,15 @@
 //! same registries; throughput, CPU and peak RSS of each run.
 //!
 //!   cargo bench --bench mirror [-- LAYERS MIB_PER_LAYER PARALLEL ROUNDS]   (default 8 128 4 2)
+//!
+//! With `signed`, a signed image set instead: IMAGES images of two layers, each with a
+//! cosign signature (`sha256-<hex>.sig`) and an SBOM referrer (fallback tag `sha256-<hex>`),
+//! mirrored registry to registry and to disk with and without their attachments, against
+//! `skopeo sync --all --preserve-digests` of the same images (every tag of each repository
+//! with attachments, only `v1` without); wall time, CPU-s per GiB, and the requests the
+//! source registry answered.
+//!
+//!   cargo bench --bench mirror -- signed [IMAGES MIB_PER_IMAGE ROUNDS]   (default 10 64 2)
 #[path = "common/ceilings.rs"]
 mod ceilings;
 // Benches use part of the test harness's registry helper.
@@ -75,11 +84,16 @@ struct Run {
 }
 
 /// Runs a command to its end and takes its own resource usage from wait4.
+fn run(label: &str, cmd: &mut Command) -> Run {
+    try_run(label, cmd).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// [`run`], with a failed command as the error (its stderr).
 #[expect(
     clippy::zombie_processes,
     reason = "the child is reaped by wait4, which also reports its resource usage"
 )]
-fn run(label: &str, cmd: &mut Command) -> Run {
+fn try_run(label: &str, cmd: &mut Command) -> Result<Run, String> {
     let t = Instant::now();
     let mut child = cmd
         .stdout(Stdio::piped())
@@ -104,18 +118,16 @@ fn run(label: &str, cmd: &mut Command) -> Run {
     let pid = child.id() as libc::pid_t;
     assert_eq!(unsafe { libc::wait4(pid, &mut status, 0, &mut usage) }, pid);
     let secs = t.elapsed().as_secs_f64();
-    assert!(
-        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
-        "{label}: {}",
-        errors.join().unwrap()
-    );
+    if !(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0) {
+        return Err(format!("{label}: {}", errors.join().unwrap()));
+    }
     let cpu = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
-    Run {
+    Ok(Run {
         secs,
         cpu: cpu(usage.ru_utime) + cpu(usage.ru_stime),
         rss_mib: usage.ru_maxrss as f64 / 1024.0,
         stdout,
-    }
+    })
 }
 
 #[tokio::main]
@@ -124,6 +136,9 @@ async fn main() {
         .skip(1)
         .filter_map(|a| a.parse().ok())
         .collect();
+    if std::env::args().any(|a| a == "signed") {
+        return signed_set(&numbers).await;
+    }
     let layers = numbers.first().copied().unwrap_or(8);
     let mib = numbers.get(1).copied().unwrap_or(128);
     let parallel = numbers.get(2).copied().unwrap_or(4);
@@ -289,6 +304,274 @@ async fn main() {
         report("registry to registry", &to_registry, cp_rate, before);
         for dir in [copy, disk] {
             std::fs::remove_dir_all(dir).unwrap();
+        }
+    }
+}
+
+/// Pushes `data` as a blob of `repository` in the registry at `addr`; its descriptor.
+async fn push_blob(
+    client: &Registry,
+    addr: &str,
+    repository: &str,
+    data: Bytes,
+) -> serde_json::Value {
+    let digest = digest_of(&data);
+    let r = oci_client::Reference::with_digest(addr.into(), repository.into(), digest.clone());
+    let size = data.len();
+    client
+        .put_blob_stream(
+            &r,
+            &digest,
+            size as u64,
+            Box::pin(tokio_stream::iter([Ok(data)])),
+        )
+        .await
+        .unwrap();
+    serde_json::json!({"digest": digest, "size": size})
+}
+
+async fn push_manifest(
+    client: &Registry,
+    addr: &str,
+    repository: &str,
+    at: &str,
+    body: &serde_json::Value,
+) -> String {
+    let body = serde_json::to_vec(body).unwrap();
+    let digest = digest_of(&body);
+    let media_type = image::remote::manifest_media_type(&body).unwrap();
+    let r = oci_client::Reference::with_tag(addr.into(), repository.into(), at.into());
+    client
+        .put_manifest(&r, body.into(), &media_type)
+        .await
+        .unwrap();
+    digest
+}
+
+/// One image of two incompressible layers, a cosign-shaped signature (the payload names
+/// the image; the signature itself is not checked here) and an SBOM listed by the fallback
+/// tag, in `addr/signed/app<i>`. Returns the signature's tag and the SBOM's digest.
+async fn push_signed(client: &Registry, addr: &str, i: usize, mib: usize) -> (String, String) {
+    let repository = format!("signed/app{i}");
+    let mut layers = Vec::new();
+    for part in 0..2u64 {
+        let mut seed = 0x2545f4914f6cdd1d ^ (i as u64 * 2 + part + 1);
+        let data: Vec<u8> = (0..(mib << 20) / 2)
+            .map(|_| {
+                seed ^= seed << 13;
+                seed ^= seed >> 7;
+                seed ^= seed << 17;
+                seed as u8
+            })
+            .collect();
+        let mut d = push_blob(client, addr, &repository, data.into()).await;
+        d["mediaType"] = "application/vnd.oci.image.layer.v1.tar+gzip".into();
+        layers.push(d);
+    }
+    let config = format!(
+        r#"{{"architecture":"amd64","os":"linux","rootfs":{{"type":"layers","diff_ids":[]}},"config":{{"Labels":{{"n":"{i}"}}}}}}"#
+    );
+    let mut config = push_blob(client, addr, &repository, config.into()).await;
+    config["mediaType"] = "application/vnd.oci.image.config.v1+json".into();
+    let manifest = serde_json::json!({
+        "schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json",
+        "config": config, "layers": layers,
+    });
+    let size = serde_json::to_vec(&manifest).unwrap().len();
+    let digest = push_manifest(client, addr, &repository, "v1", &manifest).await;
+    let tag = digest.replace(':', "-");
+    let payload = serde_json::json!({"critical": {
+        "identity": {"docker-reference": format!("{addr}/{repository}")},
+        "image": {"docker-manifest-digest": digest},
+        "type": "cosign container image signature"}, "optional": null});
+    let mut layer = push_blob(client, addr, &repository, payload.to_string().into()).await;
+    layer["mediaType"] = "application/vnd.dev.cosign.simplesigning.v1+json".into();
+    layer["annotations"] =
+        serde_json::json!({"dev.cosignproject.cosign/signature": "MEUCIQDbench"});
+    let mut empty = push_blob(client, addr, &repository, Bytes::from_static(b"{}")).await;
+    empty["mediaType"] = "application/vnd.oci.empty.v1+json".into();
+    let signature = serde_json::json!({
+        "schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json",
+        "config": empty.clone(), "layers": [layer],
+    });
+    push_manifest(client, addr, &repository, &format!("{tag}.sig"), &signature).await;
+    let sbom = format!(r#"{{"spdxVersion":"SPDX-2.3","name":"app{i}"}}"#);
+    let mut sbom_layer = push_blob(client, addr, &repository, sbom.into()).await;
+    sbom_layer["mediaType"] = "application/spdx+json".into();
+    let sbom = serde_json::json!({
+        "schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json",
+        "artifactType": "application/spdx+json", "config": empty, "layers": [sbom_layer],
+        "subject": {"mediaType": "application/vnd.oci.image.manifest.v1+json", "digest": digest, "size": size},
+    });
+    let sbom_body = serde_json::to_vec(&sbom).unwrap();
+    let sbom_digest = push_manifest(client, addr, &repository, &digest_of(&sbom_body), &sbom).await;
+    let index = serde_json::json!({
+        "schemaVersion": 2, "mediaType": "application/vnd.oci.image.index.v1+json",
+        "manifests": [{"mediaType": "application/vnd.oci.image.manifest.v1+json",
+            "digest": sbom_digest, "size": sbom_body.len(), "artifactType": "application/spdx+json"}],
+    });
+    push_manifest(client, addr, &repository, &tag, &index).await;
+    (format!("{tag}.sig"), sbom_digest)
+}
+
+/// `signed`: see the module's comment.
+async fn signed_set(numbers: &[usize]) {
+    let images = numbers.first().copied().unwrap_or(10);
+    let mib = numbers.get(1).copied().unwrap_or(64);
+    let rounds = numbers.get(2).copied().unwrap_or(2);
+    if Command::new("skopeo").arg("--version").output().is_err() {
+        panic!("skopeo is not installed (apt-get install skopeo)");
+    }
+    let source = registry::TestRegistry::plain();
+    let work = tempfile::tempdir().unwrap();
+    let client = Registry::new(&ClientOptions {
+        insecure_registries: vec![source.addr.clone()],
+        cache_dir: work.path().join("cache"),
+        ..Default::default()
+    })
+    .unwrap();
+    let mut attachments = Vec::new();
+    for i in 0..images {
+        attachments.push(push_signed(&client, &source.addr, i, mib).await);
+    }
+    let gib = (images * mib) as f64 / 1024.0;
+    println!(
+        "signed image set: {images} images of {mib} MiB ({gib:.2} GiB), each with a signature and an SBOM referrer"
+    );
+    let names: Vec<String> = (0..images).map(|i| format!("signed/app{i}")).collect();
+    let isc = work.path().join("isc.yaml");
+    let listed: String = names
+        .iter()
+        .map(|n| format!("  - name: {}/{n}:v1\n", source.addr))
+        .collect();
+    std::fs::write(&isc, format!("kind: ImageSetConfiguration\napiVersion: mirror.openshift.io/v2alpha1\nmirror:\n  additionalImages:\n{listed}")).unwrap();
+    // skopeo sync's own list: v1, with the signature's tag and the SBOM's digest (skopeo 1.9
+    // refuses to copy the fallback tag's index with --preserve-digests: "Manifest list must
+    // be converted to type application/vnd.oci.image.index.v1+json").
+    let sync_list = |all: bool| {
+        let path = work.path().join(format!("sync-{all}.yaml"));
+        let entries: String = names
+            .iter()
+            .zip(&attachments)
+            .map(|(n, (sig, sbom))| {
+                if all {
+                    format!("    {n}: [v1, {sig}, '{sbom}']\n")
+                } else {
+                    format!("    {n}: [v1]\n")
+                }
+            })
+            .collect();
+        std::fs::write(
+            &path,
+            format!(
+                "'{}':\n  tls-verify: false\n  images:\n{entries}",
+                source.addr
+            ),
+        )
+        .unwrap();
+        path
+    };
+    let (all_tags, only_v1) = (sync_list(true), sync_list(false));
+    let ours = |to: String, target: &str, without: bool, round: usize| {
+        let mut cmd = Command::new(BIN);
+        cmd.args(["mirror", "-c", isc.to_str().unwrap(), "--to", &to])
+            .args([
+                "--insecure-registry",
+                &source.addr,
+                "--insecure-registry",
+                target,
+            ])
+            .arg("--image-cache-dir")
+            .arg(work.path().join(format!("cache-{round}-{without}")))
+            .arg("--workspace")
+            .arg(work.path().join(format!("workspace-{round}-{without}")))
+            .env("RUST_LOG", "warn");
+        if without {
+            cmd.arg("--remove-signatures");
+        }
+        cmd
+    };
+    let skopeo = |list: &Path, dest: &str, to: String| {
+        let mut cmd = Command::new("skopeo");
+        cmd.args([
+            "sync",
+            "--all",
+            "--preserve-digests",
+            "--src",
+            "yaml",
+            "--dest",
+            dest,
+        ])
+        .arg(list);
+        if dest == "docker" {
+            cmd.arg("--dest-tls-verify=false");
+        }
+        cmd.arg(to);
+        cmd
+    };
+    let requests = |r: &registry::TestRegistry| r.requests().len();
+    for round in 0..rounds {
+        for without in [false, true] {
+            // A registry of its own for each run: nothing to mount from an earlier run.
+            let (target, skopeo_target) = (
+                registry::TestRegistry::plain(),
+                registry::TestRegistry::plain(),
+            );
+            let what = if without {
+                "without attachments"
+            } else {
+                "with attachments"
+            };
+            let list = if without { &only_v1 } else { &all_tags };
+            let prefix = format!("r{round}-{}", if without { "without" } else { "with" });
+            let measure = |label: &str, cmd: &mut Command| {
+                let before = requests(&source);
+                match try_run(label, cmd) {
+                    Ok(result) => println!(
+                        "{label:<34} {what:<20} {:>6.2} s {:>6.2} CPU-s = {:>5.2} CPU-s/GiB; source answered {} requests",
+                        result.secs,
+                        result.cpu,
+                        result.cpu / gib,
+                        requests(&source) - before
+                    ),
+                    Err(e) => println!("{label:<34} {what:<20} failed: {}", e.trim()),
+                }
+            };
+            measure(
+                "ours registry to registry",
+                &mut ours(
+                    format!("docker://{}/ours-{prefix}", target.addr),
+                    &target.addr,
+                    without,
+                    round,
+                ),
+            );
+            measure(
+                "skopeo sync registry to registry",
+                &mut skopeo(
+                    list,
+                    "docker",
+                    format!("{}/skopeo-{prefix}", skopeo_target.addr),
+                ),
+            );
+            let disk = work.path().join(format!("ours-{prefix}"));
+            measure(
+                "ours to disk",
+                &mut ours(
+                    format!("file://{}", disk.display()),
+                    &target.addr,
+                    without,
+                    round,
+                ),
+            );
+            let skopeo_disk = work.path().join(format!("skopeo-{prefix}"));
+            measure(
+                "skopeo sync to disk (dir:)",
+                &mut skopeo(list, "dir", skopeo_disk.display().to_string()),
+            );
+            for dir in [disk, skopeo_disk] {
+                std::fs::remove_dir_all(dir).unwrap();
+            }
         }
     }
 }

@@ -193,25 +193,42 @@ impl Finder {
         Ok(found)
     }
 
-    /// The tags of `r`'s repository, asked once.
+    /// The tags of `r`'s repository, asked once. Credentials that may pull but not list
+    /// tags cost the repository's cosign attachments, with a note, not the whole run.
     async fn tags_of(&self, r: &Reference) -> Result<Arc<BTreeSet<String>>, Error> {
         let key = format!("{}/{}", r.registry(), r.repository());
         cell(&self.tags, key)?
             .get_or_try_init(|| async {
                 let tags =
-                    retry_remote(self.registry.retry_policy(), || self.registry.list_tags(r))
-                        .await?;
+                    match retry_remote(self.registry.retry_policy(), || self.registry.list_tags(r))
+                        .await
+                    {
+                        Ok(tags) => tags,
+                        Err(e) if e.kind == ErrorKind::Unauthorized => {
+                            eprintln!("note: {}; its signatures are not mirrored", e.message);
+                            Vec::new()
+                        }
+                        Err(e) => return Err(e),
+                    };
                 Ok(Arc::new(tags.into_iter().collect()))
             })
             .await
             .cloned()
     }
 
+    /// The referrers API's answer; a refusal counts as no API, with a note.
     async fn referrers(&self, r: &Reference, digest: &str) -> Result<Option<Bytes>, Error> {
-        retry_remote(self.registry.retry_policy(), || {
+        match retry_remote(self.registry.retry_policy(), || {
             self.registry.referrers(r, digest)
         })
         .await
+        {
+            Err(e) if e.kind == ErrorKind::Unauthorized => {
+                eprintln!("note: {}; referrers are looked for by tag", e.message);
+                Ok(None)
+            }
+            other => other,
+        }
     }
 
     /// Checks that an attachment is about its subject: a cosign signature's payload names

@@ -1,7 +1,8 @@
 //! Mirroring catalogs and the images they reference (issue #5): the ImageSetConfiguration
-//! that says what to mirror ([`config`]), the graph-correct [`filter`], the [`plan`], the
-//! [`copy`], the disk [`archive`], the cluster resources ([`outputs`]), and [`run`], which
-//! does a whole workflow ([`workflow`]) or says why it stopped ([`Error`]).
+//! that says what to mirror ([`config`]), the graph-correct [`filter`], the [`plan`] with the
+//! [`attachments`] (signatures, referrers) of each image, the [`copy`], the disk
+//! [`archive`], the cluster resources ([`outputs`]), and [`run`], which does a whole
+//! workflow ([`workflow`]) or says why it stopped ([`Error`]).
 mod archive;
 mod attachments;
 pub mod config;
