@@ -102,13 +102,19 @@ async fn sign(
         .unwrap();
 }
 
-/// Pushes an SBOM for `subject` as an OCI 1.1 artifact and lists it under the fallback tag
-/// `sha256-<hex>`, as a client does on a registry without a referrers API. Returns its
-/// digest.
-async fn attach_sbom(registry: &Registry, addr: &str, repository: &str, subject: &str) -> String {
+/// Pushes an SBOM named `name` for `subject` as an OCI 1.1 artifact and lists it (alone)
+/// under the fallback tag `sha256-<hex>`, as a client does on a registry without a
+/// referrers API. Returns its digest.
+async fn attach_sbom(
+    registry: &Registry,
+    addr: &str,
+    repository: &str,
+    subject: &str,
+    name: &str,
+) -> String {
     let r = at(addr, repository, subject);
     let (body, media_type) = registry.get_manifest(&r).await.unwrap();
-    let sbom = json!({"spdxVersion": "SPDX-2.3", "name": subject}).to_string();
+    let sbom = json!({"spdxVersion": "SPDX-2.3", "name": name}).to_string();
     let mut layer = put_blob(registry, &r, sbom.as_bytes()).await;
     layer["mediaType"] = SBOM_TYPE.into();
     let mut empty = put_blob(registry, &r, b"{}").await;
@@ -150,6 +156,9 @@ async fn attach_sbom(registry: &Registry, addr: &str, repository: &str, subject:
 struct Signed {
     single: String,
     sbom: String,
+    /// The index's SBOM: the index is named by digest only, so at a registry without a
+    /// referrers API its fallback tag is also the tag a mirror gives the index.
+    multi_sbom: String,
     multi: String,
     platforms: Vec<String>,
     public_key: String,
@@ -194,10 +203,12 @@ async fn publish(registry: &Registry, addr: &str) -> Signed {
     for digest in std::iter::once(&multi).chain(&platforms) {
         sign(registry, &signer, addr, "app/multi", digest, digest).await;
     }
-    let sbom = attach_sbom(registry, addr, "app/single", &single).await;
+    let sbom = attach_sbom(registry, addr, "app/single", &single, "single").await;
+    let multi_sbom = attach_sbom(registry, addr, "app/multi", &multi, "multi").await;
     Signed {
         single,
         sbom,
+        multi_sbom,
         multi,
         platforms,
         public_key,
@@ -282,33 +293,54 @@ async fn assert_travelled(root: &str, signed: &Signed, registry: &Registry, expe
         assert_eq!(verdict.is_ok(), expected, "{image}: {verdict:?}");
     }
     let (addr, prefix) = root.split_once('/').unwrap();
-    let repository = format!("{prefix}/app/single");
-    let fallback = at(addr, &repository, &signed.single.replace(':', "-"));
-    let listed = registry.get_manifest(&fallback).await;
-    if !expected {
+    let single = format!("{prefix}/app/single");
+    let multi = format!("{prefix}/app/multi");
+    if expected {
+        listed_referrers(registry, addr, &single, &signed.single, &signed.sbom).await;
+        listed_referrers(registry, addr, &multi, &signed.multi, &signed.multi_sbom).await;
+    } else {
+        let fallback = at(addr, &single, &signed.single.replace(':', "-"));
+        let listed = registry.get_manifest(&fallback).await;
         assert!(listed.is_err(), "{listed:?}");
-        return;
+        // The index's tag is the index itself.
+        let tag = at(addr, &multi, &signed.multi.replace(':', "-"));
+        assert_eq!(registry.resolve_digest(&tag).await.unwrap(), signed.multi);
     }
-    let (index, media_type) = listed.unwrap();
+}
+
+/// The fallback tag of `subject` in `addr/repository` lists `sbom` (whose manifest and
+/// layer are there, its `subject` the subject); returns every descriptor it lists.
+async fn listed_referrers(
+    registry: &Registry,
+    addr: &str,
+    repository: &str,
+    subject: &str,
+    sbom: &str,
+) -> Vec<Value> {
+    let fallback = at(addr, repository, &subject.replace(':', "-"));
+    let (index, media_type) = registry.get_manifest(&fallback).await.unwrap();
     assert_eq!(media_type, OCI_INDEX);
     let index: Value = serde_json::from_slice(&index).unwrap();
-    let manifests = index["manifests"].as_array().unwrap();
-    assert_eq!(manifests.len(), 1, "{index}");
-    assert_eq!(manifests[0]["digest"], signed.sbom.as_str());
-    assert_eq!(manifests[0]["artifactType"], SBOM_TYPE);
-    let (sbom, _) = registry
-        .get_manifest(&at(addr, &repository, &signed.sbom))
+    let manifests = index["manifests"].as_array().unwrap().clone();
+    let listed = manifests
+        .iter()
+        .find(|m| m["digest"] == sbom)
+        .unwrap_or_else(|| panic!("{sbom} is not in {index}"));
+    assert_eq!(listed["artifactType"], SBOM_TYPE);
+    let (body, _) = registry
+        .get_manifest(&at(addr, repository, sbom))
         .await
         .unwrap();
-    let sbom: Value = serde_json::from_slice(&sbom).unwrap();
-    assert_eq!(sbom["subject"]["digest"], signed.single.as_str());
-    let layer = sbom["layers"][0]["digest"].as_str().unwrap();
+    let body: Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(body["subject"]["digest"], subject);
+    let layer = body["layers"][0]["digest"].as_str().unwrap();
     assert!(
         registry
-            .blob_exists(&at(addr, &repository, layer), layer)
+            .blob_exists(&at(addr, repository, layer), layer)
             .await
             .unwrap()
     );
+    manifests
 }
 
 #[tokio::test]
@@ -337,8 +369,8 @@ async fn signatures_and_an_sbom_travel_registry_to_registry() {
     let to = format!("docker://{root}");
     let (code, stdout, stderr) = mirror(&["-c", &config, "--to", &to], &insecure, work.path());
     assert_eq!(code, 0, "{stdout}\n{stderr}");
-    // 2 images, 4 signatures, 1 SBOM.
-    assert!(stdout.contains("mirrored 7 images"), "{stdout}");
+    // 2 images, 4 signatures, 2 SBOMs.
+    assert!(stdout.contains("mirrored 8 images"), "{stdout}");
     assert_travelled(&root, &signed, &registry, true).await;
     // The mapping names each attachment with its destination.
     let mapping =
@@ -351,11 +383,38 @@ async fn signatures_and_an_sbom_travel_registry_to_registry() {
         )),
         "{mapping}"
     );
-    // A rerun finds everything there and leaves the fallback index as it is.
+    // Another tool lists its own SBOM at the mirror, alone. A rerun copies nothing and
+    // lists ours beside it.
+    let theirs = attach_sbom(
+        &registry,
+        &target.addr,
+        "mirror/app/single",
+        &signed.single,
+        "theirs",
+    )
+    .await;
     let (code, stdout, stderr) = mirror(&["-c", &config, "--to", &to], &insecure, work.path());
     assert_eq!(code, 0, "{stdout}\n{stderr}");
     assert!(stdout.contains(" 0 blobs copied"), "{stdout}");
     assert_travelled(&root, &signed, &registry, true).await;
+    let listed = listed_referrers(
+        &registry,
+        &target.addr,
+        "mirror/app/single",
+        &signed.single,
+        &theirs,
+    )
+    .await;
+    let digests: Vec<&str> = listed
+        .iter()
+        .map(|m| m["digest"].as_str().unwrap())
+        .collect();
+    assert_eq!(digests, [theirs.as_str(), signed.sbom.as_str()]);
+    // The index stays pullable by digest where its tag now lists its referrers.
+    registry
+        .get_manifest(&at(&target.addr, "mirror/app/multi", &signed.multi))
+        .await
+        .unwrap();
 
     let bare_root = format!("{}/mirror", bare.addr);
     let (code, stdout, stderr) = mirror(
@@ -404,7 +463,7 @@ async fn signatures_and_an_sbom_travel_through_an_archive_with_the_source_gone()
     let archive = format!("file://{}", work.path().join("archive").display());
     let (code, stdout, stderr) = mirror(&["-c", &config, "--to", &archive], &insecure, work.path());
     assert_eq!(code, 0, "{stdout}\n{stderr}");
-    assert!(stdout.contains("mirrored 7 images"), "{stdout}");
+    assert!(stdout.contains("mirrored 8 images"), "{stdout}");
     let insecure = [target.addr.as_str(), bare.addr.as_str()];
     source.stop();
 
@@ -415,7 +474,7 @@ async fn signatures_and_an_sbom_travel_through_an_archive_with_the_source_gone()
         work.path(),
     );
     assert_eq!(code, 0, "{stdout}\n{stderr}");
-    assert!(stdout.contains("mirrored 7 images"), "{stdout}");
+    assert!(stdout.contains("mirrored 8 images"), "{stdout}");
     assert_travelled(&root, &signed, &registry, true).await;
 
     let bare_root = format!("{}/site", bare.addr);
