@@ -58,6 +58,7 @@ mod tests {
                 repository: "ns/op".into(),
                 tag: "v1".into(),
                 by_digest: false,
+                platforms: Vec::new(),
             }],
             blocked: vec![],
         };

@@ -9,6 +9,7 @@ mod error;
 pub mod filter;
 mod outputs;
 mod plan;
+mod platforms;
 mod workflow;
 
 pub use error::Error;

@@ -229,6 +229,7 @@ mod tests {
             repository: repository.into(),
             tag: tag.into(),
             by_digest,
+            platforms: Vec::new(),
         }
     }
 

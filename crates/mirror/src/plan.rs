@@ -7,7 +7,7 @@
 //! keeps its digest and is also tagged `sha256-<hex>` so that registries which collect
 //! untagged manifests keep it; a catalog goes to `targetCatalog` (else its source path) with
 //! `targetTag` (else its source tag, else `sha256-<hex of the rebuilt catalog>`).
-use super::config::{AdditionalImage, BlockedImage, Operators};
+use super::config::{AdditionalImage, BlockedImage, Operators, Platform};
 use super::error::Error;
 use catalog::DeclarativeConfig;
 use image::remote::retry_remote;
@@ -41,6 +41,9 @@ pub(crate) struct PlannedImage {
     pub(crate) tag: String,
     /// The source named a digest only: clusters pull it by digest (IDMS), else by tag (ITMS).
     pub(crate) by_digest: bool,
+    /// The platforms to copy of a multi-platform image (none: every platform).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) platforms: Vec<Platform>,
 }
 
 impl PlannedImage {
@@ -108,11 +111,13 @@ pub(crate) struct Wanted {
     pub(crate) kind: ImageKind,
     pub(crate) target_repo: Option<String>,
     pub(crate) target_tag: Option<String>,
+    pub(crate) platforms: Vec<Platform>,
 }
 
 /// The bundle images and every relatedImage of a (filtered) catalog, each once, in catalog
-/// order; a bundle image listed again as a relatedImage stays a bundle.
-pub(crate) fn catalog_images(fbc: &DeclarativeConfig) -> Vec<Wanted> {
+/// order; a bundle image listed again as a relatedImage stays a bundle. `platforms` are
+/// those of the catalog's `operators[]` entry.
+pub(crate) fn catalog_images(fbc: &DeclarativeConfig, platforms: &[Platform]) -> Vec<Wanted> {
     let mut seen = BTreeSet::new();
     let mut out = Vec::new();
     let mut add = |image: &str, kind| {
@@ -122,6 +127,7 @@ pub(crate) fn catalog_images(fbc: &DeclarativeConfig) -> Vec<Wanted> {
                 kind,
                 target_repo: None,
                 target_tag: None,
+                platforms: platforms.to_vec(),
             });
         }
     };
@@ -144,6 +150,7 @@ pub(crate) fn additional_images(images: &[AdditionalImage]) -> Vec<Wanted> {
             kind: ImageKind::AdditionalImage,
             target_repo: a.target_repo.clone(),
             target_tag: a.target_tag.clone(),
+            platforms: a.platforms.clone(),
         })
         .collect()
 }
@@ -180,17 +187,32 @@ pub(crate) fn parse_reference(image: &str) -> Result<Reference, Error> {
 }
 
 /// Resolves every tag to the digest it names now (a few requests at a time) and places each
-/// image below the destination. Images are deduplicated by reference, first kind wins.
+/// image below the destination. Images are deduplicated by reference, first kind wins; an
+/// image wanted with different platform filters gets all of their platforms (every platform
+/// when one of them wants every platform).
 pub(crate) async fn resolve(
     registry: Arc<Registry>,
     wanted: Vec<Wanted>,
     parallel: usize,
 ) -> Result<Vec<PlannedImage>, Error> {
-    let mut unique = Vec::new();
-    let mut seen = BTreeSet::new();
+    let mut unique: Vec<Wanted> = Vec::new();
+    let mut seen = BTreeMap::new();
     for w in wanted {
-        if seen.insert(w.source.clone()) {
-            unique.push(w);
+        match seen.get(&w.source) {
+            Some(&at) => {
+                let first: &mut Wanted = &mut unique[at];
+                if first.platforms.is_empty() || w.platforms.is_empty() {
+                    first.platforms.clear();
+                } else {
+                    first.platforms.extend(w.platforms);
+                    first.platforms.sort();
+                    first.platforms.dedup();
+                }
+            }
+            None => {
+                seen.insert(w.source.clone(), unique.len());
+                unique.push(w);
+            }
         }
     }
     let limit = Arc::new(tokio::sync::Semaphore::new(parallel.max(1)));
@@ -241,6 +263,7 @@ async fn place(registry: &Registry, w: Wanted) -> Result<PlannedImage, Error> {
         digest,
         source: w.source,
         kind: w.kind,
+        platforms: w.platforms,
     })
 }
 
@@ -293,6 +316,7 @@ pub(crate) fn rebuild_catalog(
         tag,
         by_digest: false,
         digest,
+        platforms: Vec::new(),
     })
 }
 
@@ -310,6 +334,7 @@ mod tests {
             repository: parse_reference(source).unwrap().repository().into(),
             tag: tag.into(),
             by_digest,
+            platforms: Vec::new(),
         };
         assert_eq!(
             image("quay.io/ns/op:v1", "v1", false).destination("mirror.example:5000/pfx/"),
@@ -333,6 +358,7 @@ mod tests {
             kind: ImageKind::RelatedImage,
             target_repo: None,
             target_tag: None,
+            platforms: Vec::new(),
         };
         let (kept, blocked) = block(
             vec![

@@ -144,7 +144,7 @@ async fn make_plan(
             println!("catalog {}:\n{}", op.catalog, filtered.1);
         }
         catalogs.push(plan::rebuild_catalog(op, &filtered.0, staging)?);
-        wanted.extend(plan::catalog_images(&filtered.0));
+        wanted.extend(plan::catalog_images(&filtered.0, &op.platforms));
     }
     wanted.extend(plan::additional_images(&config.mirror.additional_images));
     let (kept, blocked) = plan::block(wanted, &config.mirror.blocked_images);
@@ -167,7 +167,7 @@ async fn deliver(
     args: &Options,
     registry: Arc<Registry>,
     layout: Layout,
-    plan: Plan,
+    mut plan: Plan,
     target: &Target,
     workspace: &Path,
 ) -> Result<(), Error> {
@@ -225,12 +225,23 @@ async fn deliver(
                 digest: image.digest.clone(),
                 tag,
                 last: image.kind == ImageKind::Catalog,
+                platforms: image.platforms.clone(),
+                keep_digest: plan::parse_reference(&image.source)?.digest().is_some(),
             })
         })
         .collect::<Result<Vec<_>, Error>>()?;
     let copier = Arc::new(Copier::new(registry, Some(Arc::new(layout)), args.parallel));
     let summary: Summary = copier.run(jobs).await;
     println!("{summary}");
+    for note in &summary.notes {
+        eprintln!("note: {note}");
+    }
+    // Images pulled by tag whose index the platform filter rewrote now have another digest.
+    for image in &mut plan.images {
+        if let Some(digest) = summary.rewritten.get(&image.source) {
+            image.digest = digest.clone();
+        }
+    }
     if !summary.failures.is_empty() {
         return Err(Error::Incomplete {
             total: plan.images.len(),
