@@ -28,6 +28,7 @@ mod migrate;
 mod mirror;
 mod mirror_filter;
 mod mirror_list;
+mod mirror_platforms;
 mod mirror_retry;
 mod observability;
 mod olm_e2e;
