@@ -1,4 +1,5 @@
-//! Fetching manifests from registries with their size capped while they arrive.
+//! Fetching manifests from registries with their size capped while they arrive, and
+//! deleting them.
 //!
 //! oci-client reads a manifest response whole before anyone can look at its size, so a
 //! registry could hand us hundreds of MB. These requests are ours: the body is refused as
@@ -122,6 +123,65 @@ impl ManifestFetcher {
         accept: &[&str],
         what: &str,
     ) -> Result<Bytes, Error> {
+        let request = Request {
+            method: reqwest::Method::GET,
+            operation: RegistryOperation::Pull,
+            accept,
+            what,
+        };
+        let mut response = self.send(client, r, auth, request).await?;
+        let oci = |e: OciDistributionError| Error::from_oci(what, &e);
+        let too_big = || {
+            Error::new(
+                ErrorKind::InvalidContent,
+                format!("{what}: the manifest is larger than {MAX_MANIFEST_BYTES} bytes"),
+            )
+        };
+        if response
+            .content_length()
+            .is_some_and(|n| n > MAX_MANIFEST_BYTES)
+        {
+            return Err(too_big());
+        }
+        read_capped(&mut response, MAX_MANIFEST_BYTES as usize)
+            .await
+            .map_err(|e| oci(e.into()))?
+            .ok_or_else(too_big)
+    }
+
+    /// Deletes the manifest `r` names (by digest: distribution deletes no tag alone); the
+    /// tags that named it go with it.
+    pub(super) async fn delete(
+        &self,
+        client: &Client,
+        r: &Reference,
+        auth: &RegistryAuth,
+        what: &str,
+    ) -> Result<(), Error> {
+        let request = Request {
+            method: reqwest::Method::DELETE,
+            operation: RegistryOperation::Push,
+            accept: &[],
+            what,
+        };
+        self.send(client, r, auth, request).await.map(drop)
+    }
+
+    /// Sends a request about the manifest `r` names, answering the registry's challenge
+    /// once; an answer other than success is the error.
+    async fn send(
+        &self,
+        client: &Client,
+        r: &Reference,
+        auth: &RegistryAuth,
+        request: Request<'_>,
+    ) -> Result<reqwest::Response, Error> {
+        let Request {
+            method,
+            operation,
+            accept,
+            what,
+        } = request;
         let oci = |e: OciDistributionError| Error::from_oci(what, &e);
         let url = self.url(r);
         let key = format!("{}/{}", r.resolve_registry(), r.repository());
@@ -129,7 +189,10 @@ impl ManifestFetcher {
         let mut access = remembered.map_or_else(|| Access::of(auth), Access::Bearer);
         let mut challenged = false;
         let mut response = loop {
-            let request = self.http.get(&url).header(ACCEPT, accept.join(", "));
+            let mut request = self.http.request(method.clone(), &url);
+            if !accept.is_empty() {
+                request = request.header(ACCEPT, accept.join(", "));
+            }
             let response = access
                 .apply(request)
                 .send()
@@ -140,11 +203,7 @@ impl ManifestFetcher {
             }
             // First refusal: answer the registry's challenge (a token, or the credentials).
             challenged = true;
-            match client
-                .auth(r, auth, RegistryOperation::Pull)
-                .await
-                .map_err(oci)?
-            {
+            match client.auth(r, auth, operation).await.map_err(oci)? {
                 Some(token) => {
                     if let Ok(mut tokens) = self.tokens.lock() {
                         tokens.insert(key.clone(), token.clone());
@@ -172,23 +231,19 @@ impl ManifestFetcher {
             e.retry_after = retry_after;
             return Err(e);
         }
-        let too_big = || {
-            Error::new(
-                ErrorKind::InvalidContent,
-                format!("{what}: the manifest is larger than {MAX_MANIFEST_BYTES} bytes"),
-            )
-        };
-        if response
-            .content_length()
-            .is_some_and(|n| n > MAX_MANIFEST_BYTES)
-        {
-            return Err(too_big());
-        }
-        read_capped(&mut response, MAX_MANIFEST_BYTES as usize)
-            .await
-            .map_err(|e| oci(e.into()))?
-            .ok_or_else(too_big)
+        Ok(response)
     }
+}
+
+/// One request of [`ManifestFetcher::send`].
+struct Request<'a> {
+    method: reqwest::Method,
+    /// The access it needs (what a token is asked for).
+    operation: RegistryOperation,
+    /// The media types accepted (none: no Accept header).
+    accept: &'a [&'a str],
+    /// What the request is for, to start error messages.
+    what: &'a str,
 }
 
 /// The body, or None as soon as it passes `max` bytes.

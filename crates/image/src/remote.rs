@@ -120,6 +120,42 @@ impl Registry {
             .map_err(|e| Error::from_oci(&what, &e))
     }
 
+    /// Deletes the manifest a digest reference names, and every tag that named it. A
+    /// registry that does not allow deletes answers 405 (distribution: `storage.delete`).
+    pub async fn delete_manifest(&self, r: &Reference) -> Result<(), Error> {
+        let what = format!("delete manifest {}", r.whole());
+        self.manifests
+            .delete(&self.client, r, &self.auth(r), &what)
+            .await
+    }
+
+    /// Every tag of the reference's repository (none when the repository does not exist),
+    /// read a page of at most 1000 at a time.
+    pub async fn list_tags(&self, r: &Reference) -> Result<Vec<String>, Error> {
+        const PAGE: usize = 1000;
+        let what = format!("list the tags of {}/{}", r.registry(), r.repository());
+        let auth = self.auth(r);
+        let mut tags: Vec<String> = Vec::new();
+        loop {
+            let page = match self
+                .client
+                .list_tags(r, &auth, Some(PAGE), tags.last().map(String::as_str))
+                .await
+            {
+                Ok(page) => page.tags,
+                Err(e) => match Error::from_oci(&what, &e) {
+                    e if e.kind == ErrorKind::NotFound && tags.is_empty() => Vec::new(),
+                    e => return Err(e),
+                },
+            };
+            let full = page.len() == PAGE;
+            tags.extend(page);
+            if !full {
+                return Ok(tags);
+            }
+        }
+    }
+
     /// Obtains push rights for the reference's repository (before the first upload to it).
     pub async fn authorize_push(&self, r: &Reference) -> Result<(), Error> {
         let auth = self.auth(r);

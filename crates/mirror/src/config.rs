@@ -9,6 +9,7 @@ use catalog::semver::Version;
 use serde::{Deserialize, Serialize};
 
 pub(crate) const KIND: &str = "ImageSetConfiguration";
+pub(crate) const DELETE_KIND: &str = "DeleteImageSetConfiguration";
 pub(crate) const API_VERSION: &str = "mirror.openshift.io/v2alpha1";
 
 #[derive(Debug, Deserialize, Clone, PartialEq)]
@@ -18,6 +19,17 @@ pub(crate) struct ImageSetConfiguration {
     pub(crate) api_version: String,
     #[serde(default)]
     pub(crate) mirror: Mirror,
+}
+
+/// `DeleteImageSetConfiguration` (oc-mirror v2's `delete`): the same sections under
+/// `delete:`, naming what an earlier image set mirrored and is to be removed.
+#[derive(Debug, Deserialize, Clone, PartialEq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub(crate) struct DeleteImageSetConfiguration {
+    pub(crate) kind: String,
+    pub(crate) api_version: String,
+    #[serde(default)]
+    pub(crate) delete: Mirror,
 }
 
 #[derive(Debug, Deserialize, Clone, PartialEq, Default)]
@@ -152,28 +164,61 @@ impl ImageSetConfiguration {
         } else {
             Err(Error::Config {
                 file: file.to_owned(),
+                kind: KIND,
                 problems,
             })
         }
     }
 
     fn problems(&self) -> Vec<String> {
-        let mut out = Vec::new();
-        if self.kind != KIND {
-            out.push(format!("kind: expected {KIND:?}, found {:?}", self.kind));
-        }
-        if self.api_version != API_VERSION {
-            out.push(format!(
-                "apiVersion: expected {API_VERSION:?}, found {:?}",
-                self.api_version
-            ));
-        }
+        let mut out = head_problems(&self.kind, &self.api_version, KIND);
         out.extend(section_problems(&self.mirror, "mirror"));
         out
     }
 }
 
 /// The problems of a `mirror:` (or `delete:`) section, each with its path below `section`.
+impl DeleteImageSetConfiguration {
+    /// Parses and checks a delete configuration; the error lists every problem found.
+    pub(crate) fn parse(file: &str, text: &str) -> Result<DeleteImageSetConfiguration, Error> {
+        let config: DeleteImageSetConfiguration =
+            serde_yaml::from_str(text).map_err(|source| Error::ConfigSyntax {
+                file: file.to_owned(),
+                source,
+            })?;
+        let mut problems = head_problems(&config.kind, &config.api_version, DELETE_KIND);
+        problems.extend(section_problems(&config.delete, "delete"));
+        if !config.delete.blocked_images.is_empty() {
+            problems.push(
+                "delete.blockedImages: not part of a DeleteImageSetConfiguration (name only what to delete)"
+                    .to_owned(),
+            );
+        }
+        if problems.is_empty() {
+            Ok(config)
+        } else {
+            Err(Error::Config {
+                file: file.to_owned(),
+                kind: DELETE_KIND,
+                problems,
+            })
+        }
+    }
+}
+
+fn head_problems(kind: &str, api_version: &str, want: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    if kind != want {
+        out.push(format!("kind: expected {want:?}, found {kind:?}"));
+    }
+    if api_version != API_VERSION {
+        out.push(format!(
+            "apiVersion: expected {API_VERSION:?}, found {api_version:?}"
+        ));
+    }
+    out
+}
+
 fn section_problems(m: &Mirror, section: &str) -> Vec<String> {
     let mut out = Vec::new();
     if m.platform.is_some() {

@@ -20,8 +20,13 @@ pub enum Error {
     },
     /// The ImageSetConfiguration asks for what cannot be done: every problem, with its path
     /// in the file.
-    #[error("{file}: invalid ImageSetConfiguration:{}", indented(problems))]
-    Config { file: String, problems: Vec<String> },
+    #[error("{file}: invalid {kind}:{}", indented(problems))]
+    Config {
+        file: String,
+        /// ImageSetConfiguration or DeleteImageSetConfiguration.
+        kind: &'static str,
+        problems: Vec<String>,
+    },
     /// An image the configuration or a catalog names, written as no registry reference.
     #[error("invalid image reference {image:?}: {source}")]
     Reference {
@@ -50,6 +55,12 @@ pub enum Error {
         indented(failures)
     )]
     Incomplete { total: usize, failures: Vec<String> },
+    /// Repositories a delete could not finish, one line each; the others were handled.
+    #[error(
+        "not everything planned was deleted (a rerun deletes what is left):{}",
+        indented(.0)
+    )]
+    NotDeleted(Vec<String>),
     /// `--from` names a directory without the plan of a mirror to disk.
     #[error(
         "{}: {source} (is this a directory written by `mirror --to file://…`?)",

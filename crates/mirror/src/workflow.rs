@@ -6,7 +6,7 @@
 //!
 //! Each catalog is acquired through [`source`], filtered, rebuilt and planned; the
 //! plan's images are copied and the target's resources written.
-use super::config::ImageSetConfiguration;
+use super::config::{ImageSetConfiguration, Mirror};
 use super::copy::{Copier, Job, Location, Summary};
 use super::error::Error;
 use super::plan::{self, ImageKind, Plan};
@@ -38,7 +38,7 @@ pub struct Options {
     pub icsp: bool,
 }
 
-enum Target {
+pub(crate) enum Target {
     Registry {
         root: String,
         registry: String,
@@ -47,7 +47,7 @@ enum Target {
     Disk(PathBuf),
 }
 
-fn parse_target(to: &str) -> Result<Target, Error> {
+pub(crate) fn parse_target(to: &str) -> Result<Target, Error> {
     if let Some(dir) = to.strip_prefix("file://") {
         if dir.is_empty() {
             return Err(Error::Usage(format!(
@@ -114,17 +114,25 @@ pub fn run(args: &Options, client: &ClientOptions, unfinished: &Unfinished) -> R
                 Target::Disk(dir) => archive::create(dir)?,
                 Target::Registry { .. } => Layout::create(staging_dir.path())?,
             };
-            let plan =
-                runtime.block_on(make_plan(args, &config, &registry, &layout, unfinished))?;
+            let plan = runtime.block_on(make_plan(
+                &config.mirror,
+                args.dry_run,
+                args.parallel,
+                &registry,
+                &layout,
+                unfinished,
+            ))?;
             runtime.block_on(deliver(args, registry, layout, plan, &target, &workspace))
         }
     }
 }
 
-/// Fetches and filters every catalog, rebuilds it into `staging`, and resolves every image.
-async fn make_plan(
-    args: &Options,
-    config: &ImageSetConfiguration,
+/// Fetches and filters every catalog of `section` (a configuration's `mirror:` or
+/// `delete:`), rebuilds it into `staging`, and resolves every image.
+pub(crate) async fn make_plan(
+    section: &Mirror,
+    dry_run: bool,
+    parallel: usize,
     registry: &Arc<Registry>,
     staging: &Layout,
     unfinished: &Unfinished,
@@ -133,22 +141,22 @@ async fn make_plan(
     let mut catalogs = Vec::new();
     // `mirror` has no --max-file-size: catalogs are read within the default cap.
     let limits = ReadLimits::default();
-    for op in &config.mirror.operators {
+    for op in &section.operators {
         let unpacked = fetch_as_fbc(registry, &op.catalog, unfinished, limits).await?;
         let fbc = load_dir(&unpacked.root, limits).map_err(|errors| Error::Catalog {
             catalog: op.catalog.clone(),
             errors,
         })?;
         let filtered = filter_catalog(&fbc, op)?;
-        if args.dry_run {
+        if dry_run {
             println!("catalog {}:\n{}", op.catalog, filtered.1);
         }
         catalogs.push(plan::rebuild_catalog(op, &filtered.0, staging)?);
         wanted.extend(plan::catalog_images(&filtered.0, &op.platforms));
     }
-    wanted.extend(plan::additional_images(&config.mirror.additional_images));
-    let (kept, blocked) = plan::block(wanted, &config.mirror.blocked_images);
-    let mut images = plan::resolve(registry.clone(), kept, args.parallel.max(4)).await?;
+    wanted.extend(plan::additional_images(&section.additional_images));
+    let (kept, blocked) = plan::block(wanted, &section.blocked_images);
+    let mut images = plan::resolve(registry.clone(), kept, parallel.max(4)).await?;
     images.extend(catalogs);
     Ok(Plan { images, blocked })
 }
