@@ -74,7 +74,12 @@ enum MirrorCommand {
 #[command(group = clap::ArgGroup::new("step").required(true).args(["generate", "delete_yaml_file"]))]
 struct DeleteArgs {
     /// The DeleteImageSetConfiguration (with --generate).
-    #[arg(short = 'c', long = "config", value_name = "FILE", requires = "generate")]
+    #[arg(
+        short = 'c',
+        long = "config",
+        value_name = "FILE",
+        requires = "generate"
+    )]
     config: Option<PathBuf>,
     /// The mirror: docker://REGISTRY[/PREFIX], as the images were mirrored to.
     #[arg(long, value_name = "docker://REG/PREFIX")]

@@ -26,6 +26,7 @@ mod layers;
 mod lifecycle;
 mod migrate;
 mod mirror;
+mod mirror_delete;
 mod mirror_filter;
 mod mirror_list;
 mod mirror_platforms;

@@ -12,13 +12,27 @@ use std::path::Path;
 const ARCHES: [&str; 4] = ["amd64", "arm64", "ppc64le", "s390x"];
 
 /// A pushed index: its digest and each platform's manifest digest.
-struct Index {
-    digest: String,
-    children: BTreeMap<&'static str, String>,
+pub(crate) struct Index {
+    pub(crate) digest: String,
+    pub(crate) children: BTreeMap<&'static str, String>,
+}
+
+/// What [`publish_app`] pushed.
+pub(crate) struct App {
+    /// `apps/operand`, named by digest by the bundle.
+    pub(crate) operand: Index,
+    /// `apps/tool:v1`, each platform also tagged `v1-<arch>`.
+    pub(crate) tool: Index,
 }
 
 /// Pushes a four-platform index as `repo:tag`, each platform 256 KiB of its own.
-async fn push_index(registry: &Registry, addr: &str, repo: &str, tag: &str, seed: u64) -> Index {
+pub(crate) async fn push_index(
+    registry: &Registry,
+    addr: &str,
+    repo: &str,
+    tag: &str,
+    seed: u64,
+) -> Index {
     let mut children = BTreeMap::new();
     let mut entries = Vec::new();
     for (i, arch) in ARCHES.into_iter().enumerate() {
@@ -80,11 +94,10 @@ fn mib(stdout: &str) -> f64 {
     after.split(' ').next().unwrap().parse().unwrap()
 }
 
-#[tokio::test]
-async fn the_platform_filter_keeps_digests_of_images_pulled_by_digest() {
-    let source = TestRegistry::plain();
-    let work = tempfile::tempdir().unwrap();
-    let cache = work.path().join("cache");
+/// Pushes into `source` a catalog `apps/catalog:v1` of one bundle (`apps/app-bundle:v1`)
+/// whose related image is the index `apps/operand` by digest, and the index `apps/tool:v1`.
+pub(crate) async fn publish_app(source: &TestRegistry, work: &Path) -> App {
+    let cache = work.join("cache");
     let addr = source.addr.clone();
     let src = client(&[&addr], &cache);
     let operand = push_index(&src, &addr, "apps/operand", "v1", 1).await;
@@ -96,7 +109,7 @@ async fn the_platform_filter_keeps_digests_of_images_pulled_by_digest() {
     )
     .await
     .unwrap();
-    let fbc = work.path().join("fbc/app");
+    let fbc = work.join("fbc/app");
     std::fs::create_dir_all(&fbc).unwrap();
     let docs = [
         serde_json::json!({"schema": "olm.package", "name": "app", "defaultChannel": "stable"}),
@@ -109,7 +122,17 @@ async fn the_platform_filter_keeps_digests_of_images_pulled_by_digest() {
     ];
     let text: String = docs.iter().map(|d| format!("{d}\n")).collect();
     std::fs::write(fbc.join("catalog.json"), text).unwrap();
-    source.push_catalog(&work.path().join("fbc"), "apps/catalog:v1", &cache);
+    source.push_catalog(&work.join("fbc"), "apps/catalog:v1", &cache);
+    App { operand, tool }
+}
+
+#[tokio::test]
+async fn the_platform_filter_keeps_digests_of_images_pulled_by_digest() {
+    let source = TestRegistry::plain();
+    let work = tempfile::tempdir().unwrap();
+    let cache = work.path().join("cache");
+    let addr = source.addr.clone();
+    let App { operand, tool } = publish_app(&source, work.path()).await;
 
     let amd64 = "    platforms: [{os: linux, architecture: amd64}]\n";
     let arm64 = "    platforms: [{os: linux, architecture: arm64}]\n";

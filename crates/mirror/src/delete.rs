@@ -406,8 +406,13 @@ impl Repository<'_> {
             .collect();
         // Whatever another tag names (itself, or as a manifest of its index) stays.
         let mut kept: BTreeMap<String, String> = BTreeMap::new();
+        let mut attachments: BTreeMap<String, Vec<String>> = BTreeMap::new();
         for tag in self.client.list_tags(&self.at("latest")).await? {
-            if plan_tags.contains(&tag) || attachment_of(&tag, &doomed_digests) {
+            if let Some(of) = attachment_of(&tag, &doomed_digests) {
+                attachments.entry(of).or_default().push(tag);
+                continue;
+            }
+            if plan_tags.contains(&tag) {
                 continue;
             }
             let digest = match self.client.resolve_digest(&self.at(&tag)).await {
@@ -443,21 +448,97 @@ impl Repository<'_> {
                     .push(format!("{shown}: still referenced by {by}"));
                 continue;
             }
-            match self.client.delete_manifest(&self.at(digest)).await {
-                Ok(()) => report.deleted.push(shown),
-                Err(e) if e.kind == ErrorKind::NotFound => report.absent.push(shown),
-                Err(e) => return Err(e),
+            // Its signatures, attestations and SBOMs first: none is left naming nothing.
+            for tag in attachments.get(digest).into_iter().flatten() {
+                let attachment = match self.client.resolve_digest(&self.at(tag)).await {
+                    Ok(a) => a,
+                    Err(e) if e.kind == ErrorKind::NotFound => continue,
+                    Err(e) => return Err(e),
+                };
+                let shown = format!("{}@{attachment} ({tag}, of {what})", self.repository);
+                self.delete(&attachment, shown, report).await?;
             }
+            self.delete(digest, shown, report).await?;
+        }
+        Ok(())
+    }
+
+    async fn delete(
+        &self,
+        digest: &str,
+        shown: String,
+        report: &mut Report,
+    ) -> Result<(), image::Error> {
+        match self.client.delete_manifest(&self.at(digest)).await {
+            Ok(()) => report.deleted.push(shown),
+            Err(e) if e.kind == ErrorKind::NotFound => report.absent.push(shown),
+            Err(e) => return Err(e),
         }
         Ok(())
     }
 }
 
-/// Whether a tag is a cosign attachment (`sha256-<hex>.sig`, `.att`, `.sbom`) of a manifest
-/// the plan removes: it goes with that manifest, it names no image of its own.
-fn attachment_of(tag: &str, doomed: &BTreeSet<&str>) -> bool {
-    tag.split_once('.').is_some_and(|(head, suffix)| {
-        matches!(suffix, "sig" | "att" | "sbom")
-            && doomed.contains(head.replacen('-', ":", 1).as_str())
-    })
+/// The manifest the plan removes that a tag is a cosign attachment of (`sha256-<hex>.sig`,
+/// `.att`, `.sbom`): the attachment goes with it, it names no image of its own.
+fn attachment_of(tag: &str, doomed: &BTreeSet<&str>) -> Option<String> {
+    let (head, suffix) = tag.split_once('.')?;
+    let digest = head.replacen('-', ":", 1);
+    (matches!(suffix, "sig" | "att" | "sbom") && doomed.contains(digest.as_str())).then_some(digest)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cosign_tags_belong_to_the_manifest_they_name() {
+        let h = format!("sha256:{}", "a".repeat(64));
+        let doomed = BTreeSet::from([h.as_str()]);
+        let tag = |suffix: &str| format!("sha256-{}{suffix}", "a".repeat(64));
+        for suffix in [".sig", ".att", ".sbom"] {
+            assert_eq!(attachment_of(&tag(suffix), &doomed), Some(h.clone()));
+        }
+        assert_eq!(attachment_of(&tag(""), &doomed), None);
+        assert_eq!(attachment_of(&tag(".other"), &doomed), None);
+        let other = format!("sha256-{}.sig", "b".repeat(64));
+        assert_eq!(attachment_of(&other, &doomed), None);
+        assert_eq!(attachment_of("v1.0", &doomed), None);
+    }
+
+    #[test]
+    fn a_plan_for_another_mirror_is_refused_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("delete-images.yaml");
+        let d = format!("sha256:{}", "c".repeat(64));
+        std::fs::write(
+            &file,
+            format!(
+                "kind: DeleteImageList
+apiVersion: mirror.openshift.io/v2alpha1
+items:
+- imageName: docker://quay.io/ns/a:v1
+  imageReference: docker://127.0.0.1:5000/m/ns/a:v1@{d}
+  type: generic
+- imageName: docker://quay.io/ns/b:v1
+  imageReference: docker://other.example:5000/m/ns/b:v1@{d}
+  type: generic
+- imageName: docker://quay.io/ns/c:v1
+  imageReference: docker://127.0.0.1:5000/m/ns/c:v1
+  type: generic
+"
+            ),
+        )
+        .unwrap();
+        let planned = |root: &str| read_list(&file, root);
+        assert_eq!(
+            planned("127.0.0.1:5000/m").err().unwrap().to_string(),
+            format!(
+                "{}: invalid DeleteImageList:
+  items[1].imageReference \"docker://other.example:5000/m/ns/b:v1@{d}\": not in the mirror --to names (docker://127.0.0.1:5000/m)
+  items[2].imageReference \"docker://127.0.0.1:5000/m/ns/c:v1\": names no digest
+  nothing deleted",
+                file.display()
+            )
+        );
+    }
 }

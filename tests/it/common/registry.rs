@@ -198,6 +198,14 @@ impl TestRegistry {
         let _ = self.child.wait();
     }
 
+    /// Runs docker-registry's offline garbage collector over this registry's storage: blobs
+    /// no manifest names any more are removed (nothing is uploading meanwhile).
+    pub fn garbage_collect(&self) {
+        run(Command::new("docker-registry")
+            .arg("garbage-collect")
+            .arg(self.dir.path().join("config.yml")));
+    }
+
     /// The files of the blob with this digest in the registry's storage.
     pub fn blob_file(&self, digest: &str) -> PathBuf {
         let hex = digest.trim_start_matches("sha256:");
