@@ -144,6 +144,19 @@ async fn the_platform_filter_keeps_digests_of_images_pulled_by_digest() {
     let dest = TestRegistry::plain();
     let insecure = [addr.as_str(), dest.addr.as_str()];
     let to = format!("docker://{}/m", dest.addr);
+    let (code, stdout, stderr) = mirror(
+        &["-c", &filtered, "--to", &to, "--dry-run"],
+        &insecure,
+        work.path(),
+    );
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        stdout.contains(&format!(
+            "  relatedImage     {operand_source} ({}) -> {}/m/apps/operand@{} [only linux/amd64]\n",
+            operand.digest, dest.addr, operand.digest
+        )),
+        "{stdout}"
+    );
     let (code, stdout, stderr) = mirror(&["-c", &filtered, "--to", &to], &insecure, work.path());
     assert_eq!(code, 0, "{stderr}");
     let note = format!(

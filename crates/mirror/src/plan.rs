@@ -77,8 +77,14 @@ impl Plan {
     pub(crate) fn render(&self, root: &str) -> String {
         let mut out = format!("{} images to mirror:\n", self.images.len());
         for i in &self.images {
+            let platforms: Vec<String> = i.platforms.iter().map(Platform::to_string).collect();
+            let only = if platforms.is_empty() {
+                String::new()
+            } else {
+                format!(" [only {}]", platforms.join(", "))
+            };
             out.push_str(&format!(
-                "  {:<16} {} ({}) -> {}\n",
+                "  {:<16} {} ({}) -> {}{only}\n",
                 kind_name(i.kind),
                 i.source,
                 i.digest,
