@@ -216,6 +216,70 @@ delete:
         )
     );
     assert_eq!(digest("apps/extra:v1").await.unwrap(), extra);
+    // A registry that refuses deletes: said so, for each repository, and nothing is gone.
+    let refusing = TestRegistry::plain_without_deletes();
+    let insecure_refusing = [addr.as_str(), refusing.addr.as_str()];
+    let to_refusing = format!("docker://{}/m", refusing.addr);
+    let extra_only = work.path().join("extra-only.yaml");
+    std::fs::write(
+        &extra_only,
+        format!(
+            "kind: ImageSetConfiguration
+apiVersion: mirror.openshift.io/v2alpha1
+mirror:
+  additionalImages:
+  - name: {addr}/apps/extra:v1
+"
+        ),
+    )
+    .unwrap();
+    let (code, _, stderr) = mirror(
+        &["-c", extra_only.to_str().unwrap(), "--to", &to_refusing],
+        &insecure_refusing,
+        work.path(),
+    );
+    assert_eq!(code, 0, "{stderr}");
+    let refusing_plan = work.path().join("refusing.yaml");
+    std::fs::write(
+        &refusing_plan,
+        format!(
+            "kind: DeleteImageList
+apiVersion: mirror.openshift.io/v2alpha1
+items:
+- imageName: docker://{addr}/apps/extra:v1
+  imageReference: {to_refusing}/apps/extra:v1@{extra}
+  type: generic
+"
+        ),
+    )
+    .unwrap();
+    let (code, _, stderr) = delete(
+        &[
+            "--delete-yaml-file",
+            refusing_plan.to_str().unwrap(),
+            "--to",
+            &to_refusing,
+        ],
+        &insecure_refusing,
+        work.path(),
+    );
+    assert_eq!(code, 1);
+    assert_eq!(
+        stderr,
+        format!(
+            "error: not everything planned was deleted (a rerun deletes what is left):\n  \
+             m/apps/extra: delete manifest {}/m/apps/extra@{extra}: unsupported: The operation \
+             is unsupported. (does the registry allow deletes? distribution: \
+             storage.delete.enabled) (nothing more deleted in it)\n",
+            refusing.addr
+        )
+    );
+    let r = client(&insecure_refusing, &cache);
+    let there: oci_client::Reference = format!("{}/m/apps/extra:v1", refusing.addr)
+        .parse()
+        .unwrap();
+    assert_eq!(r.resolve_digest(&there).await.unwrap(), extra);
+
     // Neither step named: nothing happens.
     let (code, _, _) = delete(&["--to", &to], &insecure, work.path());
     assert_eq!(code, 2);

@@ -472,7 +472,14 @@ impl Repository<'_> {
         match self.client.delete_manifest(&self.at(digest)).await {
             Ok(()) => report.deleted.push(shown),
             Err(e) if e.kind == ErrorKind::NotFound => report.absent.push(shown),
-            Err(e) => return Err(e),
+            Err(mut e) => {
+                if e.kind == ErrorKind::Other {
+                    e.message.push_str(
+                        " (does the registry allow deletes? distribution: storage.delete.enabled)",
+                    );
+                }
+                return Err(e);
+            }
         }
         Ok(())
     }
