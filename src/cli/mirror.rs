@@ -14,7 +14,8 @@ use unfinished::Unfinished;
 /// interruption copies only what is missing. After mirroring to a registry the cluster
 /// resources (ImageDigestMirrorSet, ImageTagMirrorSet, CatalogSource, ClusterCatalog) are
 /// written to <workspace>/working-dir/cluster-resources/ and a source=destination mapping to
-/// <workspace>/working-dir/mapping.txt.
+/// <workspace>/working-dir/mapping.txt. Signatures, attestations, SBOMs and other OCI
+/// referrers of each image travel with it unless --remove-signatures.
 #[derive(Args)]
 #[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
 pub struct MirrorArgs {
@@ -41,6 +42,11 @@ pub struct MirrorArgs {
     /// Write a legacy ImageContentSourcePolicy instead of ImageDigestMirrorSet/ImageTagMirrorSet.
     #[arg(long)]
     icsp: bool,
+    /// Leave behind what refers to each image: cosign signatures, attestations and SBOMs
+    /// (tags sha256-<hex>.sig/.att/.sbom) and OCI 1.1 referrers. By default they travel with
+    /// their images on every path (to a registry, to disk, from disk).
+    #[arg(long)]
+    remove_signatures: bool,
     #[command(flatten)]
     image: ImageArgs,
 }
@@ -66,7 +72,7 @@ enum MirrorCommand {
 ///
 /// 2. `--delete-yaml-file FILE --to docker://REG/PREFIX` deletes the manifests the plan
 ///    lists (of a multi-platform image: every platform's too) with their cosign signatures,
-///    attestations and SBOMs, and reports each. A manifest that something outside the plan
+///    attestations and SBOMs and their OCI referrers, and reports each. A manifest that something outside the plan
 ///    still names (another tag, an index that is kept) is kept and reported. The registry's
 ///    garbage collector then frees the blobs (docker-registry: `garbage-collect`); the
 ///    registry must allow deletes (distribution: storage.delete.enabled).
@@ -159,6 +165,7 @@ pub fn run(args: MirrorArgs, use_http: bool, skip_tls_verify: bool) -> i32 {
         parallel: args.parallel,
         dry_run: args.dry_run,
         icsp: args.icsp,
+        remove_signatures: args.remove_signatures,
     };
     super::exit_code(mirror::run(
         &options,

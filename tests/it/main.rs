@@ -31,6 +31,7 @@ mod mirror_filter;
 mod mirror_list;
 mod mirror_platforms;
 mod mirror_retry;
+mod mirror_signatures;
 mod observability;
 mod olm_e2e;
 mod opm_init;

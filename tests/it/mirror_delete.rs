@@ -7,6 +7,7 @@ use crate::common::registry::TestRegistry;
 use crate::common::run;
 use crate::mirror::{client, image_of, mirror};
 use crate::mirror_platforms::{App, publish_app};
+use crate::mirror_signatures::attach_sbom;
 use image::{ImageRef, Registry};
 use std::path::Path;
 
@@ -99,6 +100,11 @@ mirror:
             &signature,
             &ImageRef::parse(&format!("{}/m/apps/extra:{sig_tag}", dest.addr)).unwrap(),
         )
+        .await
+        .unwrap();
+    // And an SBOM, as an OCI 1.1 referrer listed under the fallback tag sha256-<hex>.
+    let sbom = attach_sbom(&d, &dest.addr, "m/apps/extra", &extra).await;
+    let referrers = digest(&format!("apps/extra:{}", extra.replace(':', "-")))
         .await
         .unwrap();
 
@@ -295,7 +301,7 @@ items:
     assert_eq!(
         lines.next().unwrap(),
         format!(
-            "deleted 13 manifests from {}/m, kept 1 still referenced, 0 already absent",
+            "deleted 15 manifests from {}/m, kept 1 still referenced, 0 already absent",
             dest.addr
         )
     );
@@ -309,6 +315,8 @@ items:
         format!("m/apps/catalog@{catalog} ({s}/catalog:v1)"),
         format!("m/apps/extra@{extra} ({s}/extra:v1)"),
         format!("m/apps/extra@{sig} ({sig_tag}, of {s}/extra:v1)"),
+        format!("m/apps/extra@{sbom} (a referrer of {s}/extra:v1)"),
+        format!("m/apps/extra@{referrers} (the referrers index of {s}/extra:v1)"),
         format!(
             "m/apps/operand@{} ({s}/operand@{})",
             operand.digest, operand.digest
@@ -340,7 +348,9 @@ items:
 
     dest.garbage_collect();
     let sig_ref = format!("apps/extra:{sig_tag}");
+    let sbom_ref = format!("apps/extra@{sbom}");
     for gone in [
+        &sbom_ref,
         "apps/extra:v1",
         "apps/tool:v1",
         "apps/catalog:v1",

@@ -330,7 +330,8 @@ impl Layout {
         replace_file(&self.root.join("index.json"), index.to_string().as_bytes())
     }
 
-    /// Stores a manifest and lists it in index.json under `tag` (replacing that tag).
+    /// Stores a manifest and lists it in index.json under `tag` (replacing that tag), or
+    /// untagged (once).
     pub fn add_manifest(
         &self,
         manifest: &[u8],
@@ -348,9 +349,11 @@ impl Layout {
         let manifests = index["manifests"]
             .as_array_mut()
             .ok_or_else(|| Error::invalid("index.json has no manifests list".to_owned()))?;
-        if let Some(tag) = tag {
-            manifests.retain(|m| m["annotations"][REF_NAME].as_str() != Some(tag));
-        }
+        // One entry per tag; an untagged manifest is listed once.
+        manifests.retain(|m| match tag {
+            Some(tag) => m["annotations"][REF_NAME].as_str() != Some(tag),
+            None => m["digest"] != entry["digest"] || m["annotations"].get(REF_NAME).is_some(),
+        });
         manifests.push(entry);
         self.write_index(&index)?;
         Ok(digest)

@@ -59,6 +59,7 @@ mod tests {
                 tag: "v1".into(),
                 by_digest: false,
                 platforms: Vec::new(),
+                subject: None,
             }],
             blocked: vec![],
         };

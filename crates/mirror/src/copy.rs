@@ -74,8 +74,9 @@ pub(crate) struct Job {
     pub(crate) from: Location,
     pub(crate) to: Location,
     pub(crate) digest: String,
-    /// The destination tag (a registry tag, or the layout's ref name).
-    pub(crate) tag: String,
+    /// The destination tag (a registry tag, or the layout's ref name); none for a referrer,
+    /// which is found by its subject.
+    pub(crate) tag: Option<String>,
     /// Copied only when every other job succeeded (catalogs: a cluster must not see a
     /// catalog whose images are missing).
     pub(crate) last: bool,
@@ -573,7 +574,7 @@ impl Copier {
                 for (_, body, _) in children {
                     layout.write_blob(body)?;
                 }
-                layout.add_manifest(&top.1, &top.2, Some(&job.tag))?;
+                layout.add_manifest(&top.1, &top.2, job.tag.as_deref())?;
             }
             to => {
                 for (digest, body, media_type) in children.iter().chain([top]) {
@@ -583,11 +584,13 @@ impl Copier {
                     })
                     .await?;
                 }
-                let r = to.reference(&job.tag).expect("a registry location");
-                retry(self.registry.retry_policy(), || {
-                    self.registry.put_manifest(&r, top.1.clone(), &top.2)
-                })
-                .await?;
+                if let Some(tag) = &job.tag {
+                    let r = to.reference(tag).expect("a registry location");
+                    retry(self.registry.retry_policy(), || {
+                        self.registry.put_manifest(&r, top.1.clone(), &top.2)
+                    })
+                    .await?;
+                }
             }
         }
         Ok(())

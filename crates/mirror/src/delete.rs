@@ -6,9 +6,10 @@
 //!       filters them, each found at the destination by the digest it has there, written to
 //!       `<workspace>/working-dir/delete/delete-images.yaml` (oc-mirror's `DeleteImageList`);
 //!   --delete-yaml-file FILE --to docker://REG/PREFIX
-//!       deletes the manifests that file lists (of an index: its platforms' too), and reports
-//!       them; a manifest that something outside the plan still names (a tag, an index) is
+//!       deletes the manifests that file lists (of an index: its platforms' too), each after
+//!       what refers to it ([`crate::attachments`]), and reports them; a manifest that something outside the plan still names (a tag, an index) is
 //!       kept and reported. Blobs are the registry's garbage collector's to remove.
+use super::attachments::{Attachment, Finder, Link};
 use super::config::DeleteImageSetConfiguration;
 use super::error::Error;
 use super::plan::{ImageKind, PlannedImage, digest_tag};
@@ -70,6 +71,8 @@ fn type_name(kind: ImageKind) -> &'static str {
         ImageKind::RelatedImage => "operatorRelatedImage",
         ImageKind::AdditionalImage => "generic",
         ImageKind::Catalog => "operatorCatalog",
+        // Not planned for deletion by name: found at the mirror beside their images.
+        ImageKind::Attachment | ImageKind::Referrer => "generic",
     }
 }
 
@@ -109,6 +112,8 @@ pub fn delete(
                 &config.delete,
                 false,
                 args.parallel,
+                // Attachments are found at the mirror, by their tags, when deleting.
+                false,
                 &client,
                 &layout,
                 unfinished,
@@ -301,8 +306,9 @@ impl Report {
     }
 }
 
-async fn remove(client: &Registry, planned: Vec<Planned>) -> Report {
+async fn remove(client: &Arc<Registry>, planned: Vec<Planned>) -> Report {
     let mut report = Report::default();
+    let finder = Finder::new(client.clone());
     let mut by_repository: BTreeMap<(String, String), Vec<Planned>> = BTreeMap::new();
     for p in planned {
         by_repository
@@ -313,6 +319,7 @@ async fn remove(client: &Registry, planned: Vec<Planned>) -> Report {
     for ((registry, repository), planned) in by_repository {
         let repo = Repository {
             client,
+            finder: &finder,
             registry,
             repository,
         };
@@ -329,6 +336,8 @@ async fn remove(client: &Registry, planned: Vec<Planned>) -> Report {
 /// One repository of the mirror.
 struct Repository<'a> {
     client: &'a Registry,
+    /// What refers to a manifest (signatures, attestations, SBOMs, referrers).
+    finder: &'a Finder,
     registry: String,
     repository: String,
 }
@@ -398,20 +407,34 @@ impl Repository<'_> {
             }
         }
         let doomed_digests: BTreeSet<&str> = doomed.iter().map(|(d, _)| d.as_str()).collect();
-        // The tags that go with the plan: its own, and the digest tags of what it removes.
+        // What refers to them, found as mirroring finds it, by the manifest it refers to.
+        let mut attachments: BTreeMap<String, Vec<Attachment>> = BTreeMap::new();
+        for p in planned {
+            if !children_of.contains_key(&p.digest) {
+                continue;
+            }
+            for a in self
+                .finder
+                .find(&self.registry, &self.repository, &p.digest)
+                .await?
+            {
+                attachments.entry(a.subject.clone()).or_default().push(a);
+            }
+        }
+        // The tags that go with the plan: its own, the digest tags of what it removes, and
+        // those of what refers to it.
         let plan_tags: BTreeSet<String> = planned
             .iter()
             .filter_map(|p| p.tag.clone())
             .chain(doomed_digests.iter().map(|d| digest_tag(d)))
+            .chain(attachments.values().flatten().map(|a| match &a.link {
+                Link::Tag(tag) => tag.clone(),
+                Link::Referrer | Link::FallbackIndex => digest_tag(&a.digest),
+            }))
             .collect();
         // Whatever another tag names (itself, or as a manifest of its index) stays.
         let mut kept: BTreeMap<String, String> = BTreeMap::new();
-        let mut attachments: BTreeMap<String, Vec<String>> = BTreeMap::new();
         for tag in self.client.list_tags(&self.at("latest")).await? {
-            if let Some(of) = attachment_of(&tag, &doomed_digests) {
-                attachments.entry(of).or_default().push(tag);
-                continue;
-            }
             if plan_tags.contains(&tag) {
                 continue;
             }
@@ -448,15 +471,18 @@ impl Repository<'_> {
                     .push(format!("{shown}: still referenced by {by}"));
                 continue;
             }
-            // Its signatures, attestations and SBOMs first: none is left naming nothing.
-            for tag in attachments.get(digest).into_iter().flatten() {
-                let attachment = match self.client.resolve_digest(&self.at(tag)).await {
-                    Ok(a) => a,
-                    Err(e) if e.kind == ErrorKind::NotFound => continue,
-                    Err(e) => return Err(e),
+            // What refers to it first: nothing is left referring to nothing.
+            for a in attachments.get(digest).into_iter().flatten() {
+                if !done.insert(a.digest.clone()) {
+                    continue;
+                }
+                let link = match &a.link {
+                    Link::Tag(tag) => format!("{tag}, of"),
+                    Link::Referrer => "a referrer of".to_owned(),
+                    Link::FallbackIndex => "the referrers index of".to_owned(),
                 };
-                let shown = format!("{}@{attachment} ({tag}, of {what})", self.repository);
-                self.delete(&attachment, shown, report).await?;
+                let shown = format!("{}@{} ({link} {what})", self.repository, a.digest);
+                self.delete(&a.digest, shown, report).await?;
             }
             self.delete(digest, shown, report).await?;
         }
@@ -485,32 +511,9 @@ impl Repository<'_> {
     }
 }
 
-/// The manifest the plan removes that a tag is a cosign attachment of (`sha256-<hex>.sig`,
-/// `.att`, `.sbom`): the attachment goes with it, it names no image of its own.
-fn attachment_of(tag: &str, doomed: &BTreeSet<&str>) -> Option<String> {
-    let (head, suffix) = tag.split_once('.')?;
-    let digest = head.replacen('-', ":", 1);
-    (matches!(suffix, "sig" | "att" | "sbom") && doomed.contains(digest.as_str())).then_some(digest)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn cosign_tags_belong_to_the_manifest_they_name() {
-        let h = format!("sha256:{}", "a".repeat(64));
-        let doomed = BTreeSet::from([h.as_str()]);
-        let tag = |suffix: &str| format!("sha256-{}{suffix}", "a".repeat(64));
-        for suffix in [".sig", ".att", ".sbom"] {
-            assert_eq!(attachment_of(&tag(suffix), &doomed), Some(h.clone()));
-        }
-        assert_eq!(attachment_of(&tag(""), &doomed), None);
-        assert_eq!(attachment_of(&tag(".other"), &doomed), None);
-        let other = format!("sha256-{}.sig", "b".repeat(64));
-        assert_eq!(attachment_of(&other, &doomed), None);
-        assert_eq!(attachment_of("v1.0", &doomed), None);
-    }
 
     #[test]
     fn a_plan_for_another_mirror_is_refused_whole() {

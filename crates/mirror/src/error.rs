@@ -48,6 +48,17 @@ pub enum Error {
     /// Images whose tags could not be resolved to digests, one line each.
     #[error("{}", .0.join("\n"))]
     Unresolved(Vec<String>),
+    /// A signature or referrer that claims another manifest than the one it is attached to
+    /// (found while planning, so nothing was copied).
+    #[error(
+        "{attachment} is attached to {subject} but its payload names {claimed}: a signature \
+         or referrer that does not match its image; nothing was copied"
+    )]
+    Mismatch {
+        attachment: String,
+        subject: String,
+        claimed: String,
+    },
     /// Images that were not copied; the others were.
     #[error(
         "{} of {total} images were not mirrored (a rerun copies only what is missing):{}",

@@ -4,6 +4,7 @@
 //! does a whole workflow ([`workflow`]) or says why it stopped ([`Error`]); [`delete()`]
 //! plans and removes what an earlier image set mirrored.
 mod archive;
+mod attachments;
 pub mod config;
 mod copy;
 mod delete;

@@ -7,6 +7,7 @@
 //! keeps its digest and is also tagged `sha256-<hex>` so that registries which collect
 //! untagged manifests keep it; a catalog goes to `targetCatalog` (else its source path) with
 //! `targetTag` (else its source tag, else `sha256-<hex of the rebuilt catalog>`).
+use super::attachments::{Finder, Link};
 use super::config::{AdditionalImage, BlockedImage, Operators, Platform};
 use super::error::Error;
 use catalog::DeclarativeConfig;
@@ -25,6 +26,11 @@ pub(crate) enum ImageKind {
     AdditionalImage,
     /// A catalog rebuilt from its filtered FBC (copied last, after everything it names).
     Catalog,
+    /// A cosign tag-scheme attachment (`sha256-<hex>.sig`, `.att`, `.sbom`) of an image.
+    Attachment,
+    /// An OCI 1.1 referrer of an image (a manifest whose `subject` is the image), copied by
+    /// digest and listed by the destination's referrers API or fallback tag.
+    Referrer,
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
@@ -44,6 +50,9 @@ pub(crate) struct PlannedImage {
     /// The platforms to copy of a multi-platform image (none: every platform).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub(crate) platforms: Vec<Platform>,
+    /// For an attachment or referrer: the manifest it refers to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) subject: Option<String>,
 }
 
 impl PlannedImage {
@@ -107,6 +116,8 @@ pub(crate) fn kind_name(kind: ImageKind) -> &'static str {
         ImageKind::RelatedImage => "relatedImage",
         ImageKind::AdditionalImage => "additionalImage",
         ImageKind::Catalog => "catalog",
+        ImageKind::Attachment => "attachment",
+        ImageKind::Referrer => "referrer",
     }
 }
 
@@ -270,7 +281,138 @@ async fn place(registry: &Registry, w: Wanted) -> Result<PlannedImage, Error> {
         source: w.source,
         kind: w.kind,
         platforms: w.platforms,
+        subject: None,
     })
+}
+
+/// The attachments of every planned image (cosign tags and OCI referrers, see
+/// [`crate::attachments`]), each placed beside its image, a few images at a time. Fails,
+/// before anything is copied, when a signature or referrer claims another manifest than the
+/// one it is attached to.
+pub(crate) async fn attachments(
+    registry: Arc<Registry>,
+    images: &[PlannedImage],
+    parallel: usize,
+) -> Result<Vec<PlannedImage>, Error> {
+    let finder = Arc::new(Finder::new(registry.clone()));
+    let limit = Arc::new(tokio::sync::Semaphore::new(parallel.max(1)));
+    let mut tasks = tokio::task::JoinSet::new();
+    for (index, image) in images.iter().enumerate() {
+        if image.kind == ImageKind::Catalog {
+            continue;
+        }
+        let (finder, limit, image) = (finder.clone(), limit.clone(), image.clone());
+        let client = registry.clone();
+        tasks.spawn(async move {
+            let _permit = limit.acquire_owned().await;
+            (index, attachments_of(&finder, &client, &image).await)
+        });
+    }
+    let mut found = BTreeMap::new();
+    let mut problems = Vec::new();
+    while let Some(done) = tasks.join_next().await {
+        match done? {
+            (index, Ok(placed)) => {
+                found.insert(index, placed);
+            }
+            (_, Err(Error::Image(e))) => problems.push(e.message),
+            (_, Err(e)) => return Err(e),
+        }
+    }
+    if !problems.is_empty() {
+        problems.sort();
+        return Err(Error::Unresolved(problems));
+    }
+    let mut seen = BTreeSet::new();
+    Ok(found
+        .into_values()
+        .flatten()
+        .filter(|a| seen.insert((a.repository.clone(), a.tag.clone(), a.digest.clone())))
+        .collect())
+}
+
+async fn attachments_of(
+    finder: &Finder,
+    client: &Registry,
+    image: &PlannedImage,
+) -> Result<Vec<PlannedImage>, Error> {
+    let r = parse_reference(&image.source)?;
+    let (registry, repository) = (r.registry(), r.repository());
+    let mut placed = Vec::new();
+    let found = finder.find(registry, repository, &image.digest).await?;
+    let kept = match found.iter().any(|a| a.subject != image.digest) {
+        true => kept_subjects(client, &r, image).await?,
+        false => None,
+    };
+    for a in found {
+        if kept.as_ref().is_some_and(|k| !k.contains(&a.subject)) {
+            continue;
+        }
+        if let Some(claimed) = finder.claims_other(registry, repository, &a).await? {
+            let attachment = match &a.link {
+                Link::Tag(tag) => format!("{registry}/{repository}:{tag} ({})", a.digest),
+                _ => format!("{registry}/{repository}@{}", a.digest),
+            };
+            return Err(Error::Mismatch {
+                attachment,
+                subject: a.subject,
+                claimed,
+            });
+        }
+        let (source, kind, tag) = match a.link {
+            Link::Tag(tag) => (
+                format!("{registry}/{repository}:{tag}"),
+                ImageKind::Attachment,
+                tag,
+            ),
+            Link::Referrer => (
+                format!("{registry}/{repository}@{}", a.digest),
+                ImageKind::Referrer,
+                digest_tag(&a.digest),
+            ),
+            // Written anew at the destination, for the referrers copied there.
+            Link::FallbackIndex => continue,
+        };
+        placed.push(PlannedImage {
+            source,
+            kind,
+            by_digest: kind == ImageKind::Referrer,
+            digest: a.digest,
+            repository: image.repository.clone(),
+            tag,
+            subject: Some(a.subject),
+            platforms: Vec::new(),
+        });
+    }
+    Ok(placed)
+}
+
+/// Under a platform filter, the manifests whose attachments travel: the kept platforms',
+/// and the index's own unless the filter rewrites it (a new digest that nothing signed).
+/// None when everything travels.
+async fn kept_subjects(
+    client: &Registry,
+    r: &Reference,
+    image: &PlannedImage,
+) -> Result<Option<BTreeSet<String>>, Error> {
+    if image.platforms.is_empty() {
+        return Ok(None);
+    }
+    let at = Reference::with_digest(
+        r.registry().to_owned(),
+        r.repository().to_owned(),
+        image.digest.clone(),
+    );
+    let (body, _) = retry_remote(client.retry_policy(), || client.get_manifest(&at)).await?;
+    // No platform kept is the copy's error to report, with the image's name.
+    let Ok(selection) = super::platforms::select(&body, &image.platforms) else {
+        return Ok(None);
+    };
+    let mut kept: BTreeSet<String> = selection.kept.into_iter().collect();
+    if !selection.partial || r.digest().is_some() {
+        kept.insert(image.digest.clone());
+    }
+    Ok(Some(kept))
 }
 
 /// Whether a reference names a tag itself (the parser fills in `latest` when it has none).
@@ -280,7 +422,8 @@ fn has_tag(image: &str) -> bool {
     last.contains(':')
 }
 
-/// The tag oc-mirror v2 gives an image that has only a digest: `sha256-<hex>`.
+/// The tag oc-mirror v2 gives an image that has only a digest: `sha256-<hex>` (also the
+/// form of OCI's referrers fallback tag and cosign's attachment tags).
 pub(crate) fn digest_tag(digest: &str) -> String {
     digest.replacen(':', "-", 1)
 }
@@ -323,6 +466,7 @@ pub(crate) fn rebuild_catalog(
         by_digest: false,
         digest,
         platforms: Vec::new(),
+        subject: None,
     })
 }
 
@@ -341,6 +485,7 @@ mod tests {
             tag: tag.into(),
             by_digest,
             platforms: Vec::new(),
+            subject: None,
         };
         assert_eq!(
             image("quay.io/ns/op:v1", "v1", false).destination("mirror.example:5000/pfx/"),

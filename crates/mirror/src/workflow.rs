@@ -10,12 +10,13 @@ use super::config::{ImageSetConfiguration, Mirror};
 use super::copy::{Copier, Job, Location, Summary};
 use super::error::Error;
 use super::plan::{self, ImageKind, Plan};
-use super::{archive, outputs};
+use super::{archive, attachments, outputs};
 use catalog::file::ReadLimits;
 use catalog::walk::load_dir;
 use image::layout::Layout;
 use image::{ClientOptions, Registry};
 use source::image::fetch_as_fbc;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use unfinished::Unfinished;
@@ -36,6 +37,8 @@ pub struct Options {
     pub dry_run: bool,
     /// A legacy ImageContentSourcePolicy instead of ImageDigestMirrorSet/ImageTagMirrorSet.
     pub icsp: bool,
+    /// Leave signatures, attestations, SBOMs and other referrers behind (oc-mirror's flag).
+    pub remove_signatures: bool,
 }
 
 pub(crate) enum Target {
@@ -95,7 +98,11 @@ pub fn run(args: &Options, client: &ClientOptions, unfinished: &Unfinished) -> R
                     "--from {from:?}: expected file://DIR (an archive of `mirror --to file://DIR`)"
                 ))
             })?;
-            let (layout, plan) = archive::open(Path::new(dir))?;
+            let (layout, mut plan) = archive::open(Path::new(dir))?;
+            if args.remove_signatures {
+                plan.images
+                    .retain(|i| !matches!(i.kind, ImageKind::Attachment | ImageKind::Referrer));
+            }
             runtime.block_on(deliver(args, registry, layout, plan, &target, &workspace))
         }
         (Some(from), Target::Disk(_)) => Err(Error::Usage(format!(
@@ -118,6 +125,7 @@ pub fn run(args: &Options, client: &ClientOptions, unfinished: &Unfinished) -> R
                 &config.mirror,
                 args.dry_run,
                 args.parallel,
+                !args.remove_signatures,
                 &registry,
                 &layout,
                 unfinished,
@@ -128,11 +136,13 @@ pub fn run(args: &Options, client: &ClientOptions, unfinished: &Unfinished) -> R
 }
 
 /// Fetches and filters every catalog of `section` (a configuration's `mirror:` or
-/// `delete:`), rebuilds it into `staging`, and resolves every image.
+/// `delete:`), rebuilds it into `staging`, and resolves every image, with its attachments
+/// when `with_attachments`.
 pub(crate) async fn make_plan(
     section: &Mirror,
     dry_run: bool,
     parallel: usize,
+    with_attachments: bool,
     registry: &Arc<Registry>,
     staging: &Layout,
     unfinished: &Unfinished,
@@ -157,6 +167,10 @@ pub(crate) async fn make_plan(
     wanted.extend(plan::additional_images(&section.additional_images));
     let (kept, blocked) = plan::block(wanted, &section.blocked_images);
     let mut images = plan::resolve(registry.clone(), kept, parallel.max(4)).await?;
+    if with_attachments {
+        let attachments = plan::attachments(registry.clone(), &images, parallel.max(4)).await?;
+        images.extend(attachments);
+    }
     images.extend(catalogs);
     Ok(Plan { images, blocked })
 }
@@ -168,6 +182,37 @@ fn filter_catalog(
 ) -> Result<(catalog::DeclarativeConfig, String), Error> {
     let filtered = super::filter::filter(fbc, op)?;
     Ok((filtered.config, filtered.report.render()))
+}
+
+/// A repository path below the destination's prefix.
+fn below(prefix: &str, repository: &str) -> String {
+    if prefix.is_empty() {
+        repository.to_owned()
+    } else {
+        format!("{prefix}/{repository}")
+    }
+}
+
+/// Makes the destination list every copied referrer under its subject (see
+/// [`attachments::publish_referrers`]); one line per subject that failed.
+async fn list_referrers(registry: &Registry, host: &str, prefix: &str, plan: &Plan) -> Vec<String> {
+    let mut by_subject: BTreeMap<(String, String), Vec<String>> = BTreeMap::new();
+    for image in plan.images.iter().filter(|i| i.kind == ImageKind::Referrer) {
+        if let Some(subject) = &image.subject {
+            by_subject
+                .entry((below(prefix, &image.repository), subject.clone()))
+                .or_default()
+                .push(image.digest.clone());
+        }
+    }
+    let mut failures = Vec::new();
+    for ((repository, subject), referrers) in by_subject {
+        let at = oci_client::Reference::with_digest(host.to_owned(), repository, subject.clone());
+        if let Err(e) = attachments::publish_referrers(registry, &at, &subject, &referrers).await {
+            failures.push(format!("referrers of {}: {}", at.whole(), e.message));
+        }
+    }
+    failures
 }
 
 /// Copies the plan's images to the target and writes what the target needs.
@@ -213,19 +258,17 @@ async fn deliver(
                 } => (
                     Location::Registry {
                         registry: registry.clone(),
-                        repository: if prefix.is_empty() {
-                            image.repository.clone()
-                        } else {
-                            format!("{prefix}/{}", image.repository)
-                        },
+                        repository: below(prefix, &image.repository),
                     },
-                    image.tag.clone(),
+                    Some(image.tag.clone()),
                 ),
                 Target::Disk(_) => (
                     Location::Layout,
-                    archive::ref_name(&image.repository, &image.tag),
+                    Some(archive::ref_name(&image.repository, &image.tag)),
                 ),
             };
+            // A referrer is found by its subject, not by a tag of its own.
+            let tag = tag.filter(|_| image.kind != ImageKind::Referrer);
             Ok(Job {
                 name: image.source.clone(),
                 from,
@@ -238,7 +281,11 @@ async fn deliver(
             })
         })
         .collect::<Result<Vec<_>, Error>>()?;
-    let copier = Arc::new(Copier::new(registry, Some(Arc::new(layout)), args.parallel));
+    let copier = Arc::new(Copier::new(
+        registry.clone(),
+        Some(Arc::new(layout)),
+        args.parallel,
+    ));
     let summary: Summary = copier.run(jobs).await;
     println!("{summary}");
     for note in &summary.notes {
@@ -250,10 +297,20 @@ async fn deliver(
             image.digest = digest.clone();
         }
     }
-    if !summary.failures.is_empty() {
+    let mut failures = summary.failures;
+    if let Target::Registry {
+        registry: host,
+        prefix,
+        ..
+    } = target
+        && failures.is_empty()
+    {
+        failures = list_referrers(&registry, host, prefix, &plan).await;
+    }
+    if !failures.is_empty() {
         return Err(Error::Incomplete {
             total: plan.images.len(),
-            failures: summary.failures,
+            failures,
         });
     }
     match target {

@@ -5,7 +5,7 @@
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
+use std::sync::{Arc, Mutex, mpsc};
 use std::time::Duration;
 
 pub struct TestRegistry {
@@ -17,6 +17,8 @@ pub struct TestRegistry {
     pub ca_file: Option<PathBuf>,
     /// A docker config.json with the right credentials (auth registries).
     pub auth_file: Option<PathBuf>,
+    /// The request lines of its access log (`GET /v2/… HTTP/1.1`), in order.
+    requests: Arc<Mutex<Vec<String>>>,
 }
 
 fn run(cmd: &mut Command) {
@@ -148,7 +150,7 @@ impl TestRegistry {
         std::fs::write(
             &config,
             format!(
-                "version: 0.1\nlog: {{level: info, accesslog: {{disabled: true}}}}\n\
+                "version: 0.1\nlog: {{level: info, accesslog: {{disabled: false}}}}\n\
                  storage: {{filesystem: {{rootdirectory: {}}}, delete: {{enabled: {deletes}}}}}\n\
                  health: {{storagedriver: {{enabled: false}}}}\n\
                  http:\n  addr: 127.0.0.1:0\n  secret: local-test-only\n{extra}",
@@ -159,7 +161,7 @@ impl TestRegistry {
         let mut child = Command::new("docker-registry")
             .arg("serve")
             .arg(&config)
-            .stdout(Stdio::null())
+            .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
             .expect(
@@ -175,6 +177,17 @@ impl TestRegistry {
                         .take_while(|c| !c.is_whitespace() && !matches!(c, '"' | ','))
                         .collect();
                     let _ = tx.send(addr);
+                }
+            }
+        });
+        // The access log (on stdout): `… "GET /v2/… HTTP/1.1" 200 …`, one line a request.
+        let requests = Arc::new(Mutex::new(Vec::new()));
+        let stdout = child.stdout.take().unwrap();
+        let log = requests.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if let Some(request) = line.split('"').nth(1) {
+                    log.lock().unwrap().push(request.to_owned());
                 }
             }
         });
@@ -194,7 +207,13 @@ impl TestRegistry {
             dir,
             ca_file,
             auth_file,
+            requests,
         }
+    }
+
+    /// The requests it answered so far (`GET /v2/… HTTP/1.1`), in order.
+    pub fn requests(&self) -> Vec<String> {
+        self.requests.lock().unwrap().clone()
     }
 
     /// Stops the registry (for "registry went away" tests); its storage stays.
