@@ -5,6 +5,7 @@
 //! filter.
 use crate::common::registry::TestRegistry;
 use crate::mirror::{client, counts, image_of, mirror, noise};
+use crate::mirror_signatures::publish;
 use image::{ImageRef, Registry};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -295,4 +296,67 @@ async fn the_platform_filter_keeps_digests_of_images_pulled_by_digest() {
         format!("{}/m/apps/tool:v1", last.addr).parse().unwrap();
     let (body, _) = l.get_manifest(&tool_there).await.unwrap();
     assert_ne!(image::layout::digest_of(&body), tool.digest);
+}
+
+/// The tags the archive's index.json lists.
+fn archived_tags(archive: &Path) -> Vec<String> {
+    let index: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(archive.join("index.json")).unwrap()).unwrap();
+    index["manifests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|m| m["annotations"]["org.opencontainers.image.ref.name"].as_str())
+        .map(str::to_owned)
+        .collect()
+}
+
+#[tokio::test]
+async fn a_platform_filter_carries_the_signatures_of_what_it_copies() {
+    let source = TestRegistry::plain();
+    let work = tempfile::tempdir().unwrap();
+    let addr = source.addr.clone();
+    let signed = publish(&client(&[&addr], &work.path().join("cache")), &addr).await;
+    let sig = |digest: &str| format!("app/multi:{}.sig", digest.replace(':', "-"));
+    let (amd64, arm64) = (&signed.platforms[0], &signed.platforms[1]);
+    for (name, image, index_signed) in [
+        (
+            "by-digest",
+            format!("{addr}/app/multi@{}", signed.multi),
+            true,
+        ),
+        // A rewritten index has a digest nothing signed.
+        ("by-tag", format!("{addr}/app/multi:v1"), false),
+    ] {
+        let isc = work.path().join(format!("{name}.yaml"));
+        std::fs::write(
+            &isc,
+            format!(
+                "kind: ImageSetConfiguration
+apiVersion: mirror.openshift.io/v2alpha1
+mirror:
+  additionalImages:
+  - name: {image}
+    platforms: [{{os: linux, architecture: amd64}}]
+"
+            ),
+        )
+        .unwrap();
+        let archive = work.path().join(name);
+        let to = format!("file://{}", archive.display());
+        let (code, _, stderr) = mirror(
+            &["-c", isc.to_str().unwrap(), "--to", &to],
+            &[&addr],
+            work.path(),
+        );
+        assert_eq!(code, 0, "{stderr}");
+        let tags = archived_tags(&archive);
+        assert_eq!(
+            tags.contains(&sig(&signed.multi)),
+            index_signed,
+            "{name}: {tags:?}"
+        );
+        assert!(tags.contains(&sig(amd64)), "{name}: {tags:?}");
+        assert!(!tags.contains(&sig(arm64)), "{name}: {tags:?}");
+    }
 }

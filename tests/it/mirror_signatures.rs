@@ -152,16 +152,16 @@ pub(crate) async fn attach_sbom(
 
 /// What the source holds: a signed single-platform image with an SBOM (by tag), and a
 /// signed two-platform index whose platform manifests are signed too (by digest).
-struct Signed {
+pub(crate) struct Signed {
     single: String,
     sbom: String,
-    multi: String,
-    platforms: Vec<String>,
+    pub(crate) multi: String,
+    pub(crate) platforms: Vec<String>,
     public_key: String,
     signer: SigStoreSigner,
 }
 
-async fn publish(registry: &Registry, addr: &str) -> Signed {
+pub(crate) async fn publish(registry: &Registry, addr: &str) -> Signed {
     let signer = SigningScheme::ECDSA_P256_SHA256_ASN1
         .create_signer()
         .unwrap();
