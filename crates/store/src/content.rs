@@ -430,10 +430,7 @@ pub fn documents(
     bound.extend(values.iter().map(|v| v as &dyn rusqlite::ToSql));
     let mut rows = stmt.query(bound.as_slice())?;
     while let Some(row) = rows.next()? {
-        let schema = row
-            .get_ref(0)?
-            .as_str()
-            .map_err(rusqlite::Error::from)?;
+        let schema = row.get_ref(0)?.as_str().map_err(rusqlite::Error::from)?;
         if !each(schema, blob(row, 1)?)? {
             break;
         }
@@ -588,7 +585,10 @@ mod tests {
         let read = |filter: &MetasFilter, skip, limit, stop_after: usize| {
             let mut seen = Vec::new();
             documents(&conn, filter, skip, limit, &mut |schema, line| {
-                seen.push(format!("{schema} {}", String::from_utf8_lossy(line).trim_end()));
+                seen.push(format!(
+                    "{schema} {}",
+                    String::from_utf8_lossy(line).trim_end()
+                ));
                 Ok(seen.len() < stop_after)
             })
             .unwrap();
