@@ -52,7 +52,14 @@ pub(super) fn validate(schema: &Schema, doc: &Document) -> Vec<GraphqlError> {
                     default.pos,
                 );
             }
-            v.variables.insert(&var.name, ty);
+            // A variable with a default is effectively non-null where it is used.
+            let effective = match ty {
+                Some(ty) if var.default.is_some() && !matches!(ty, TypeRef::NonNull(_)) => {
+                    Some(TypeRef::NonNull(Box::new(ty)))
+                }
+                ty => ty,
+            };
+            v.variables.insert(&var.name, effective);
         }
         let root = match op.kind {
             OperationKind::Query => Some(schema.query),
