@@ -405,6 +405,10 @@ pub fn read_metas(
     Ok(last)
 }
 
+/// What [`documents`] calls with each document (its `schema` and its text); it answers whether
+/// to go on.
+pub type EachDocument<'a> = dyn FnMut(&str, &[u8]) -> Result<bool, QueryError> + 'a;
+
 /// The documents matching `filter`, in catalog order: skips the first `skip` of them, then
 /// calls `each` with the `schema` and the canonical JSON text (with its `\n`) of each until
 /// `limit` have been given or `each` returns `false`. The one way documents are read one by
@@ -415,7 +419,7 @@ pub fn documents(
     filter: &MetasFilter,
     skip: u64,
     limit: u64,
-    each: &mut dyn FnMut(&str, &[u8]) -> Result<bool, QueryError>,
+    each: &mut EachDocument<'_>,
 ) -> Result<(), QueryError> {
     let (conditions, values) = filter_sql(filter, 2);
     let sql = format!(
