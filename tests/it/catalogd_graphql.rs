@@ -4,7 +4,7 @@
 //! vectors, and a standard GraphQL client (Python's graphql-core) that builds its schema from
 //! our answer to its full introspection query and validates every vector's query against it.
 use crate::catalogd_http::{api_base, client};
-use crate::common::{Server, fixture};
+use crate::common::{Server, fixture, shared_testdata};
 use reqwest::StatusCode;
 use reqwest::header;
 use std::io::Write;
@@ -369,4 +369,156 @@ async fn a_standard_client_introspects_and_validates_every_vector() {
         let refused = matches!(*name, "V12a" | "V12b" | "V12c" | "V13a");
         assert_eq!(!messages.is_empty(), refused, "{name}: {messages:?}");
     }
+}
+
+/// A catalog of the spec's fixture plus `extra` documents, in a temporary directory.
+fn fixture_plus(extra: &[serde_json::Value]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let mut text = std::fs::read_to_string(fixture("catalogd/gqltiny/catalog.json")).unwrap();
+    for doc in extra {
+        text.push_str(&doc.to_string());
+        text.push('\n');
+    }
+    std::fs::write(dir.path().join("catalog.json"), text).unwrap();
+    dir
+}
+
+#[tokio::test]
+async fn answers_are_bounded_and_an_unbuildable_schema_fails_only_graphql() {
+    let big: Vec<serde_json::Value> = (0..100)
+        .map(|i| serde_json::json!({"schema": "big.doc", "name": format!("d{i}"), "text": "x".repeat(4000)}))
+        .collect();
+    let catalog = fixture_plus(&big);
+    let server = Server::serving(
+        catalog.path(),
+        &["--http-addr", "127.0.0.1:0", "--catalog-name", "big"],
+    )
+    .await;
+    let url = format!("{}/catalogs/big/api/v1/graphql", api_base(&server).await);
+    // Three pages of 100 documents of 4 KB: answered.
+    let three: String = (0..3)
+        .map(|i| format!("a{i}: bigdocs {{ text }} "))
+        .collect();
+    let a = post(&url, &body_of(&format!("{{ {three} }}"))).await;
+    let answer: serde_json::Value = serde_json::from_str(&a.body).unwrap();
+    assert_eq!(answer["data"]["a2"].as_array().unwrap().len(), 100);
+    assert_eq!(
+        answer["data"]["a2"][99]["text"].as_str().unwrap().len(),
+        4000
+    );
+    // Fifty of them would be 20 MB.
+    let fifty: String = (0..50)
+        .map(|i| format!("a{i}: bigdocs {{ text }} "))
+        .collect();
+    let a = post(&url, &body_of(&format!("{{ {fifty} }}"))).await;
+    assert_eq!(a.status, StatusCode::OK);
+    assert_eq!(
+        a.body,
+        "{\"data\":null,\"errors\":[{\"message\":\"response exceeds maximum size of 16777216 bytes; ask for fewer objects or fields (limit, offset)\",\"locations\":[]}]}\n"
+    );
+    drop(server);
+
+    // Two schemas catalogd maps to one type name: GraphQL is refused, the rest is served.
+    let catalog = fixture_plus(&[
+        serde_json::json!({"schema": "acme.tier", "name": "a"}),
+        serde_json::json!({"schema": "acme-tier", "name": "b"}),
+    ]);
+    let server = Server::serving(
+        catalog.path(),
+        &["--http-addr", "127.0.0.1:0", "--catalog-name", "clash"],
+    )
+    .await;
+    let base = api_base(&server).await;
+    let a = post(
+        &format!("{base}/catalogs/clash/api/v1/graphql"),
+        &body_of("{ summary { totalSchemas } }"),
+    )
+    .await;
+    assert_eq!(a.status, StatusCode::INTERNAL_SERVER_ERROR);
+    assert_eq!(a.body, "500 Internal Server Error\n");
+    server
+        .wait_for_log(
+            r#"type name collision: schemas "acme.tier" and "acme-tier" both sanitize to GraphQL type "AcmeTier""#,
+        )
+        .await;
+    let all = send(
+        reqwest::Method::GET,
+        &format!("{base}/catalogs/clash/api/v1/all"),
+        Vec::new(),
+        &[],
+    )
+    .await;
+    assert_eq!(all.status, StatusCode::OK);
+    assert_eq!(all.body.lines().count(), 11);
+}
+
+#[tokio::test]
+async fn a_real_catalog_is_summarised_and_paged() {
+    let Some(root) = shared_testdata("real/community-catalog-v4.20") else {
+        return;
+    };
+    // An independent count of the documents per schema, from the files (YAML streams).
+    let mut counts: std::collections::BTreeMap<String, u64> = Default::default();
+    for entry in ignore::WalkBuilder::new(&root).build() {
+        let entry = entry.unwrap();
+        if !entry.path().extension().is_some_and(|e| e == "yaml") {
+            continue;
+        }
+        let text = std::fs::read_to_string(entry.path()).unwrap();
+        for doc in serde_yaml::Deserializer::from_str(&text) {
+            let doc = <serde_yaml::Value as serde::Deserialize>::deserialize(doc).unwrap();
+            let schema = doc.get("schema").and_then(|s| s.as_str()).unwrap_or("");
+            *counts.entry(schema.to_owned()).or_default() += 1;
+        }
+    }
+    assert_eq!(counts.values().sum::<u64>(), 925, "the corpus changed");
+    let server = Server::serving(
+        &root,
+        &["--http-addr", "127.0.0.1:0", "--catalog-name", "community"],
+    )
+    .await;
+    let url = format!(
+        "{}/catalogs/community/api/v1/graphql",
+        api_base(&server).await
+    );
+    let a = post(
+        &url,
+        &body_of("{ summary { schemas { name totalObjects } } }"),
+    )
+    .await;
+    let answer: serde_json::Value = serde_json::from_str(&a.body).unwrap();
+    let summarised: std::collections::BTreeMap<String, u64> = answer["data"]["summary"]["schemas"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            (
+                s["name"].as_str().unwrap().to_owned(),
+                s["totalObjects"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(summarised, counts);
+    // Paging through every bundle gives each once, in order.
+    let mut names = Vec::new();
+    loop {
+        let text = format!(
+            "{{ olmbundles(offset: {}) {{ name relatedImages {{ image }} }} }}",
+            names.len()
+        );
+        let a = post(&url, &body_of(&text)).await;
+        let answer: serde_json::Value = serde_json::from_str(&a.body).unwrap();
+        assert!(
+            answer.get("errors").is_none(),
+            "{}",
+            &a.body[..a.body.len().min(500)]
+        );
+        let page = answer["data"]["olmbundles"].as_array().unwrap();
+        if page.is_empty() {
+            break;
+        }
+        assert!(page.len() <= 100);
+        names.extend(page.iter().map(|b| b["name"].as_str().unwrap().to_owned()));
+    }
+    assert_eq!(names.len() as u64, counts["olm.bundle"]);
 }
