@@ -72,7 +72,7 @@ pub struct ServeArgs {
 #[derive(Args)]
 #[command(next_help_heading = "OLM v1 catalog HTTP API")]
 struct CatalogdArgs {
-    /// Serve the catalogd API (/catalogs/NAME/api/v1/all and /metas) on this HOST:PORT (or
+    /// Serve the catalogd API (/catalogs/NAME/api/v1/all, /metas and /graphql) on this HOST:PORT (or
     /// port, on all interfaces). Off when not given. The index then also holds the API's
     /// content (about 2-3x its size); give it with --cache-only too when prebuilding a cache
     /// for a server that will serve HTTP, or that server rebuilds the cache at start.
@@ -85,6 +85,11 @@ struct CatalogdArgs {
     /// Do not serve /api/v1/metas (served by default; catalogd keeps it behind an alpha gate).
     #[arg(long)]
     http_disable_metas: bool,
+    /// Do not serve POST /api/v1/graphql, the GraphQL query endpoint (served by default;
+    /// catalogd keeps it behind its alpha GraphQLCatalogQueries gate). Each catalog's GraphQL
+    /// schema is derived from its documents at the first query.
+    #[arg(long)]
+    http_disable_graphql: bool,
     /// Serve HTTPS with this PEM certificate chain (with --tls-key-file).
     #[arg(long, value_name = "FILE", requires = "http_addr")]
     tls_cert_file: Option<PathBuf>,
@@ -131,6 +136,7 @@ impl CatalogdArgs {
         Ok(Some(HttpOptions {
             catalog_name: name,
             metas: !self.http_disable_metas,
+            graphql: !self.http_disable_graphql,
             max_connections: self.http_max_connections.max(1),
             tls,
         }))

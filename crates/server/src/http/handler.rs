@@ -1,12 +1,16 @@
 //! One request to the catalogd API, answered as catalogd answers it (catalogd-http.md §1–§6),
 //! checks in its order: route, method, catalog name, metas parameters, catalog, validators,
-//! then the body. Until the catalog is loaded its routes answer `503`.
+//! then the body. Until the catalog is loaded its routes answer `503`. A GraphQL request goes
+//! to its own module after the catalog name is checked.
 use super::body::{self, Body, Source};
 use super::conditional::{self, Decision, Validators};
 use super::encoding::{self, THRESHOLD};
+use super::graphql;
 use super::range::{self, Ranged};
 use super::routes::{self, Endpoint, Routed};
 use super::{Http, Timing};
+use bytes::Bytes;
+use http::request::Parts;
 use http::{HeaderMap, HeaderValue, Method, Request, Response, StatusCode, header};
 use std::sync::Arc;
 use std::time::Instant;
@@ -19,20 +23,24 @@ pub(crate) struct Loaded {
     last_modified: HeaderValue,
 }
 
-pub(crate) async fn handle<B>(http: Arc<Http>, req: Request<B>) -> Response<Body> {
+pub(crate) async fn handle<B>(http: Arc<Http>, req: Request<B>) -> Response<Body>
+where
+    B: http_body::Body<Data = Bytes> + Unpin,
+{
     let timing = Timing {
         metrics: http.metrics.clone(),
         started: Instant::now(),
         code: 0,
     };
-    let (response, timing) = answer(&http, &req, timing).await;
+    let (parts, body) = req.into_parts();
+    let (response, timing) = answer(&http, &parts, body, timing).await;
     let mut response = response;
     response
         .headers_mut()
         .insert(header::VARY, HeaderValue::from_static("Accept-Encoding"));
     tracing::debug!(
-        method = %req.method(),
-        uri = %req.uri(),
+        method = %parts.method,
+        uri = %parts.uri,
         status = response.status().as_u16(),
         "catalogd API request"
     );
@@ -44,20 +52,28 @@ pub(crate) async fn handle<B>(http: Arc<Http>, req: Request<B>) -> Response<Body
 /// takes its timing along and records it when it ends).
 async fn answer<B>(
     http: &Http,
-    req: &Request<B>,
+    req: &Parts,
+    body: B,
     mut timing: Timing,
-) -> (Response<Body>, Option<Timing>) {
-    let uri = req.uri();
-    let (endpoint, catalog) = match routes::route(uri.path(), uri.query(), http.metas) {
+) -> (Response<Body>, Option<Timing>)
+where
+    B: http_body::Body<Data = Bytes> + Unpin,
+{
+    let uri = &req.uri;
+    let (endpoint, catalog) = match routes::route(uri.path(), uri.query(), http.optional) {
         Routed::Redirect(location) => {
             timing.code = 301;
-            return (redirect(req.method(), &location), Some(timing));
+            return (redirect(&req.method, &location), Some(timing));
         }
         Routed::Unknown => return error(timing, StatusCode::NOT_FOUND, "404 page not found"),
         Routed::Found { endpoint, catalog } => (endpoint, catalog),
     };
-    let method = req.method();
-    if method != Method::GET && method != Method::HEAD {
+    let method = &req.method;
+    let allowed = match endpoint {
+        Endpoint::Graphql => method == Method::POST,
+        Endpoint::All | Endpoint::Metas => method == Method::GET || method == Method::HEAD,
+    };
+    if !allowed {
         return error(timing, StatusCode::METHOD_NOT_ALLOWED, "Method Not Allowed");
     }
     let problems = routes::dns1123_problems(&catalog);
@@ -65,12 +81,18 @@ async fn answer<B>(
         let message = format!("invalid catalog name: {}", problems.join("; "));
         return error(timing, StatusCode::BAD_REQUEST, &message);
     }
+    if endpoint == Endpoint::Graphql {
+        let served = (catalog == http.name).then_some(&http.catalog);
+        let response = graphql::answer(&http.graphql, &catalog, served, &req.headers, body).await;
+        timing.code = response.status().as_u16();
+        return (response, Some(timing));
+    }
     let filter = match endpoint {
         Endpoint::Metas => match routes::metas_filter(uri.query()) {
             Ok(filter) => Some(filter),
             Err(_) => return error(timing, StatusCode::BAD_REQUEST, "400 Bad Request"),
         },
-        Endpoint::All => None,
+        Endpoint::All | Endpoint::Graphql => None,
     };
     if catalog != http.name {
         return error(timing, StatusCode::NOT_FOUND, "404 Not Found");
@@ -94,7 +116,7 @@ async fn answer<B>(
         modified: loaded.facts.built_at,
         etag: &loaded.etag,
     };
-    let use_range = match conditional::evaluate(method, req.headers(), &validators) {
+    let use_range = match conditional::evaluate(method, &req.headers, &validators) {
         Decision::Proceed { range } => range,
         Decision::NotModified => {
             timing.code = 304;
@@ -112,7 +134,7 @@ async fn answer<B>(
     };
     let coding = if method == Method::GET {
         encoding::negotiate(
-            req.headers()
+            req.headers
                 .get(header::ACCEPT_ENCODING)
                 .and_then(|h| h.to_str().ok()),
         )
@@ -126,7 +148,7 @@ async fn answer<B>(
         Some(_) => whole(http, &loaded, method, coding, false, None, timing),
         None => {
             let range = req
-                .headers()
+                .headers
                 .get(header::RANGE)
                 .filter(|_| use_range)
                 .and_then(|h| h.to_str().ok());

@@ -1,5 +1,6 @@
-//! The catalogd HTTP API of OLM v1 (catalogd-http.md): `/catalogs/{name}/api/v1/all` and
-//! `/api/v1/metas`, served from the same index as the gRPC API, over HTTP/1.1.
+//! The catalogd HTTP API of OLM v1 (catalogd-http.md): `/catalogs/{name}/api/v1/all`,
+//! `/api/v1/metas` and `/api/v1/graphql` (catalogd-graphql.md), served from the same index
+//! as the gRPC API, over HTTP/1.1.
 //!
 //! The listener follows the server's readiness (its catalog routes answer `503` until the
 //! catalog is loaded) and its stop signal: on stop it closes the listening socket, so new
@@ -9,6 +10,7 @@
 mod body;
 mod conditional;
 mod encoding;
+mod graphql;
 mod handler;
 mod range;
 mod routes;
@@ -35,6 +37,8 @@ pub struct HttpOptions {
     pub catalog_name: String,
     /// Serve `/api/v1/metas` (catalogd keeps it behind an alpha gate, off by default).
     pub metas: bool,
+    /// Serve `/api/v1/graphql` (catalogd keeps it behind an alpha gate, off by default).
+    pub graphql: bool,
     /// Connections open at once; more wait in the listen backlog.
     pub max_connections: usize,
     /// HTTPS with this certificate pair; plain HTTP without.
@@ -44,8 +48,8 @@ pub struct HttpOptions {
 /// catalogd's read timeout: the request headers must arrive within it.
 const READ_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// Bytes a connection may buffer while reading a request (its headers; requests here have no
-/// body).
+/// Bytes a connection may buffer while reading a request's headers (a GraphQL body is read
+/// as it arrives, within its own limit).
 const MAX_REQUEST_BUFFER: usize = 64 << 10;
 
 /// How long to wait before accepting again after accept fails (out of file descriptors).
@@ -84,9 +88,10 @@ impl Handshake for Arc<TlsConfig> {
 struct Http {
     catalog: ServedCatalog,
     name: String,
-    metas: bool,
+    optional: routes::Optional,
     metrics: Option<Arc<Metrics>>,
     content: OnceCell<Arc<handler::Loaded>>,
+    graphql: graphql::Graphql,
 }
 
 /// Records a request's duration by status code when dropped: when its body has been sent
@@ -133,9 +138,13 @@ async fn accept<H: Handshake>(
     let http = Arc::new(Http {
         catalog,
         name: options.catalog_name,
-        metas: options.metas,
+        optional: routes::Optional {
+            metas: options.metas,
+            graphql: options.graphql,
+        },
         metrics,
         content: OnceCell::new(),
+        graphql: graphql::Graphql::default(),
     });
     loop {
         let slot = tokio::select! {
