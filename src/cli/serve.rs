@@ -92,10 +92,18 @@ struct CatalogdArgs {
     /// own (with --cache-dir, into DIR/catalogs/NAME) and answers 503 until it is loaded.
     #[arg(long, value_name = "NAME=REF", requires = "http_addr")]
     catalog: Vec<String>,
+    #[command(flatten)]
+    http: HttpListenArgs,
+}
+
+/// How the catalogd HTTP API is served (by `serve --http-addr` and by `catalogd`).
+#[derive(Args)]
+pub(super) struct HttpListenArgs {
     /// Do not serve /api/v1/metas (served by default; catalogd keeps it behind an alpha gate).
     #[arg(long)]
     http_disable_metas: bool,
-    /// Serve HTTPS with this PEM certificate chain (with --tls-key-file).
+    /// Serve HTTPS with this PEM certificate chain (with --tls-key-file); it is read again
+    /// when the files change.
     #[arg(long, value_name = "FILE", requires = "http_addr")]
     tls_cert_file: Option<PathBuf>,
     /// The PEM private key of --tls-cert-file.
@@ -106,12 +114,8 @@ struct CatalogdArgs {
     http_max_connections: usize,
 }
 
-impl CatalogdArgs {
-    /// How to serve the API, when asked to.
-    fn options(&self) -> Result<Option<HttpOptions>, String> {
-        if self.http_addr.is_none() {
-            return Ok(None);
-        }
+impl HttpListenArgs {
+    pub(super) fn options(&self) -> Result<HttpOptions, String> {
         let tls = match (&self.tls_cert_file, &self.tls_key_file) {
             (Some(_), None) | (None, Some(_)) => {
                 return Err("--tls-cert-file and --tls-key-file must be used together".into());
@@ -119,11 +123,26 @@ impl CatalogdArgs {
             (Some(cert), Some(key)) => Some(TlsConfig::load(cert, key).map_err(|e| e.to_string())?),
             (None, None) => None,
         };
-        Ok(Some(HttpOptions {
+        Ok(HttpOptions {
             metas: !self.http_disable_metas,
             max_connections: self.http_max_connections.max(1),
             tls,
-        }))
+        })
+    }
+
+    /// True when HTTPS is served.
+    pub(super) fn tls(&self) -> bool {
+        self.tls_cert_file.is_some()
+    }
+}
+
+impl CatalogdArgs {
+    /// How to serve the API, when asked to.
+    fn options(&self) -> Result<Option<HttpOptions>, String> {
+        self.http_addr
+            .as_ref()
+            .map(|_| self.http.options())
+            .transpose()
     }
 
     /// The name of SOURCE's catalog in the URLs.
@@ -286,7 +305,7 @@ pub(super) fn parse_size(s: &str) -> Result<u64, String> {
     n.checked_mul(1 << shift).ok_or_else(invalid)
 }
 
-fn parse_duration(s: &str) -> Result<Duration, String> {
+pub(super) fn parse_duration(s: &str) -> Result<Duration, String> {
     let (number, unit) = s.split_at(s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len()));
     let n: u64 = number
         .parse()

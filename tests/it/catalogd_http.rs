@@ -25,7 +25,7 @@ const F: [&str; 8] = [
     "{\"image\":\"quay.io/example/beta-op-bundle:v0.1.0\",\"name\":\"beta-op.v0.1.0\",\"package\":\"beta-op\",\"properties\":[{\"type\":\"olm.package\",\"value\":{\"packageName\":\"beta-op\",\"version\":\"0.1.0\"}}],\"schema\":\"olm.bundle\"}\n",
 ];
 
-fn lines(which: &[usize]) -> String {
+pub(crate) fn lines(which: &[usize]) -> String {
     which.iter().map(|i| F[i - 1]).collect()
 }
 

@@ -36,6 +36,11 @@ impl Catalogs {
         self.write().remove(name).is_some()
     }
 
+    /// True when `name` is served.
+    pub fn contains(&self, name: &str) -> bool {
+        self.read().contains_key(name)
+    }
+
     /// The names served, in order.
     pub fn names(&self) -> Vec<String> {
         self.read().keys().cloned().collect()

@@ -25,6 +25,8 @@ pub(crate) struct Load {
     /// `--cache-only`: the cache directory is the point, so one that cannot be written fails.
     require_cache: bool,
     catalogd_content: bool,
+    /// Only a catalog image will do (catalogd's rule), not a bundle or legacy index image.
+    catalog_images_only: bool,
     read_limits: ReadLimits,
     /// Where the unpacked image and the index being written are listed while in progress.
     unfinished: Unfinished,
@@ -63,6 +65,7 @@ impl Load {
             enforce_integrity: config.cache.enforce_integrity,
             require_cache,
             catalogd_content: config.listen.catalogd.is_some(),
+            catalog_images_only: false,
             read_limits: config.read_limits,
             unfinished: unfinished.clone(),
         })
@@ -91,6 +94,7 @@ impl Load {
                     enforce_integrity: config.cache.enforce_integrity,
                     require_cache: false,
                     catalogd_content: true,
+                    catalog_images_only: false,
                     read_limits: config.read_limits,
                     unfinished: unfinished.clone(),
                 },
@@ -113,6 +117,7 @@ impl Load {
             enforce_integrity: false,
             require_cache: false,
             catalogd_content: true,
+            catalog_images_only: true,
             read_limits,
             unfinished: unfinished.clone(),
         }
@@ -134,6 +139,13 @@ impl Load {
                     })?;
                 match fetched {
                     Fetched::Dir(dir) => Input::Dir(&unpacked.insert(dir).root, self.read_limits),
+                    Fetched::Rendered(_) if self.catalog_images_only => {
+                        return Err(source::Error::Invalid(format!(
+                            "catalog image {reference:?} is missing the required label {:?}",
+                            image::LABEL_FBC
+                        ))
+                        .into());
+                    }
                     Fetched::Rendered(dc) => {
                         Input::Rendered(rendered.insert(Rendered::new(reference, &dc)))
                     }
@@ -184,7 +196,7 @@ fn catalog_facts(loaded: &OpenIndex, took: Duration) -> Result<CatalogFacts, Cac
     })
 }
 
-/// Pulls catalog image `reference` (best named by digest: what is indexed is what it names
+/// Pulls catalog image `reference` (one with the FBC label; best named by digest: what is indexed is what it names
 /// when pulled) and indexes it for the catalogd API in a private directory, which the index
 /// returned keeps. Blocking, on a thread of a Tokio runtime (the pull runs on it); files being
 /// written are listed on `unfinished` meanwhile.
