@@ -2,7 +2,8 @@
 //! operator-controller's ClusterCatalog CRD, catalog images in a real registry on loopback, and
 //! operator-controller's client reproduced (GET `status.urls.base` + `api/v1/all`, gzip, no
 //! conditional headers). A ClusterCatalog is created, its tag moved to new content (found by
-//! polling), pointed at images that cannot be pulled, made unavailable and deleted; the status
+//! polling), pointed at an image that does not exist, made unavailable and deleted; others
+//! name an image the registry refuses and one whose catalog is invalid; the status
 //! is checked field by field at each step, and both replicas serve the same bytes throughout
 //! while one holds the Lease.
 use crate::catalogd_http::{client, lines};
@@ -318,6 +319,38 @@ async fn cluster_catalogs_served_by_every_replica_and_reported() {
     assert_eq!(private["status"]["urls"], Value::Null);
     let private_base = format!("{BASE_URL}/catalogs/private");
     all_serve(&[&a, &b], &private_base, (404, "404 Not Found\n")).await;
+
+    // An image whose catalog fails validation: the same, with the problem named.
+    let invalid = work.path().join("invalid");
+    write(
+        &invalid.join("catalog.json"),
+        "{\"schema\":\"olm.channel\",\"name\":\"s\",\"package\":\"nope\",\"entries\":[{\"name\":\"x\"}]}\n",
+    );
+    let broken_tag = format!("{}/catalogs/broken:v1", registry.addr);
+    push(&invalid, &broken_tag, &registry.addr, &cache);
+    kube.create(
+        CATALOGS,
+        json!({
+            "apiVersion": "olm.operatorframework.io/v1",
+            "kind": "ClusterCatalog",
+            "metadata": {"name": "broken"},
+            "spec": {"source": {"type": "Image", "image": {"ref": broken_tag}}},
+        }),
+    )
+    .await;
+    let broken = eventually("broken retrying", PATIENCE, || async {
+        let object = kube.get(&format!("{CATALOGS}/broken")).await?;
+        (condition(&object, "Progressing")["reason"] == "Retrying").then_some(object)
+    })
+    .await;
+    let message = said(&broken, "Progressing").2;
+    assert!(
+        message.starts_with("source catalog content: ")
+            && message.contains("unknown package \"nope\" for channel \"s\""),
+        "{message}"
+    );
+    let broken_base = format!("{BASE_URL}/catalogs/broken");
+    all_serve(&[&a, &b], &broken_base, (404, "404 Not Found\n")).await;
     all_serve(&[&a, &b], &base, (200, &tiny_all)).await;
 
     // New content under the same tag: found by the next poll, served by both replicas.
@@ -410,7 +443,8 @@ async fn cluster_catalogs_served_by_every_replica_and_reported() {
     all_serve(&[&survivor], &base, (200, &beta_all)).await;
     kube.delete(&community).await;
     kube.delete(&format!("{CATALOGS}/private")).await;
-    eventually("both ClusterCatalogs gone", PATIENCE, || async {
+    kube.delete(&format!("{CATALOGS}/broken")).await;
+    eventually("every ClusterCatalog gone", PATIENCE, || async {
         let left = kube.list(CATALOGS).await;
         left.is_empty().then_some(())
     })

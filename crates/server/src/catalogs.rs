@@ -41,11 +41,6 @@ impl Catalogs {
         self.read().contains_key(name)
     }
 
-    /// The names served, in order.
-    pub fn names(&self) -> Vec<String> {
-        self.read().keys().cloned().collect()
-    }
-
     /// Serves `catalog` (which may still be loading) as `name`.
     pub(crate) fn insert(&self, name: &str, catalog: ServedCatalog) {
         let served = Arc::new(Served {
