@@ -2,7 +2,7 @@
 //! operator-controller's ClusterCatalog CRD, catalog images in a real registry on loopback, and
 //! operator-controller's client reproduced (GET `status.urls.base` + `api/v1/all`, gzip, no
 //! conditional headers). A ClusterCatalog is created, its tag moved to new content (found by
-//! polling), pointed at an image that does not exist, made unavailable and deleted; others
+//! polling), pinned to a digest, pointed at an image that does not exist, made unavailable and deleted; others
 //! name an image the registry refuses and one whose catalog is invalid; the status
 //! is checked field by field at each step, and both replicas serve the same bytes throughout
 //! while one holds the Lease.
@@ -364,6 +364,21 @@ async fn cluster_catalogs_served_by_every_replica_and_reported() {
         pushed.elapsed().as_secs_f64()
     );
 
+    // Pinned to the first digest (a spec change, seen through the watch): served at once.
+    let pinned = Instant::now();
+    kube.merge_patch(
+        &format!("{CATALOGS}/community"),
+        json!({"spec": {"source": {"image": {"ref": format!("{repository}@{first}"),
+                                             "pollIntervalMinutes": null}}}}),
+    )
+    .await;
+    serving(&kube, "community", &format!("{repository}@{first}")).await;
+    all_serve(&[&a, &b], &base, (200, &tiny_all)).await;
+    eprintln!(
+        "ref changed to another digest: served by both replicas and reported {:.1} s later",
+        pinned.elapsed().as_secs_f64()
+    );
+
     // The leader stops (releasing the Lease): the other replica takes it over and writes the
     // status from then on.
     let mut replicas = vec![a, b];
@@ -399,9 +414,9 @@ async fn cluster_catalogs_served_by_every_replica_and_reported() {
     assert_eq!(said(&failing, "Serving").1, "Available");
     assert_eq!(
         failing["status"]["resolvedSource"]["image"]["ref"],
-        format!("{repository}@{second}")
+        format!("{repository}@{first}")
     );
-    all_serve(&[&survivor], &base, (200, &beta_all)).await;
+    all_serve(&[&survivor], &base, (200, &tiny_all)).await;
 
     // Unavailable: no longer served, what clients read is cleared, the finalizer removed.
     kube.merge_patch(
