@@ -13,6 +13,7 @@ mod bundle_package_manifests;
 mod bundle_render;
 mod bundle_validation;
 mod cache;
+mod catalogd_controller;
 mod catalogd_graphql;
 mod catalogd_http;
 mod conformance;

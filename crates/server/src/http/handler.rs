@@ -1,7 +1,8 @@
 //! One request to the catalogd API, answered as catalogd answers it (catalogd-http.md §1–§6),
 //! checks in its order: route, method, catalog name, metas parameters, catalog, validators,
-//! then the body. Until the catalog is loaded its routes answer `503`. A GraphQL request goes
-//! to its own module after the catalog name is checked.
+//! then the body. A catalog named on the command line answers `503` until it is loaded; one
+//! not served (never published, or removed) answers `404`. A GraphQL request goes to its own
+//! module after the catalog name is checked.
 use super::body::{self, Body, Source};
 use super::conditional::{self, Decision, Validators};
 use super::encoding::{self, THRESHOLD};
@@ -9,6 +10,7 @@ use super::graphql;
 use super::range::{self, Ranged};
 use super::routes::{self, Endpoint, Routed};
 use super::{Http, Timing};
+use crate::catalogs::Served;
 use bytes::Bytes;
 use http::request::Parts;
 use http::{HeaderMap, HeaderValue, Method, Request, Response, StatusCode, header};
@@ -82,8 +84,10 @@ where
         return error(timing, StatusCode::BAD_REQUEST, &message);
     }
     if endpoint == Endpoint::Graphql {
-        let served = (catalog == http.name).then_some(&http.catalog);
-        let response = graphql::answer(&http.graphql, &catalog, served, &req.headers, body).await;
+        let served = http.catalogs.get(&catalog);
+        let catalog_of = served.as_ref().map(|served| &served.catalog);
+        let response =
+            graphql::answer(&http.graphql, &catalog, catalog_of, &req.headers, body).await;
         timing.code = response.status().as_u16();
         return (response, Some(timing));
     }
@@ -94,14 +98,14 @@ where
         },
         Endpoint::All | Endpoint::Graphql => None,
     };
-    if catalog != http.name {
+    let Some(served) = http.catalogs.get(&catalog) else {
         return error(timing, StatusCode::NOT_FOUND, "404 Not Found");
-    }
-    if http.catalog.loaded().is_none() {
+    };
+    if served.catalog.loaded().is_none() {
         let message = format!("503 Service Unavailable: catalog {catalog:?} is still loading");
         return error(timing, StatusCode::SERVICE_UNAVAILABLE, &message);
     }
-    let loaded = match http.loaded().await {
+    let loaded = match served.loaded().await {
         Ok(loaded) => loaded,
         Err(e) => {
             tracing::error!("catalogd API: {e}");
@@ -143,23 +147,23 @@ where
     };
     match filter {
         Some(filter) if !filter.is_empty() => {
-            metas(http, &loaded, method, filter, coding, timing).await
+            metas(&served, &loaded, method, filter, coding, timing).await
         }
-        Some(_) => whole(http, &loaded, method, coding, false, None, timing),
+        Some(_) => whole(&served, &loaded, method, coding, false, None, timing),
         None => {
             let range = req
                 .headers
                 .get(header::RANGE)
                 .filter(|_| use_range)
                 .and_then(|h| h.to_str().ok());
-            whole(http, &loaded, method, coding, true, range, timing)
+            whole(&served, &loaded, method, coding, true, range, timing)
         }
     }
 }
 
 /// `/api/v1/all`, or metas without a filter (`ranges` false: no range support, no length).
 fn whole(
-    http: &Http,
+    served: &Served,
     loaded: &Loaded,
     method: &Method,
     coding: Option<Coding>,
@@ -219,7 +223,7 @@ fn whole(
         Some(coding) => Source::Compressed { coding, seq: 0 },
         None => Source::Range { from, to },
     };
-    *r.body_mut() = body::stream(http.catalog.clone(), None, source, None, timing);
+    *r.body_mut() = body::stream(served.catalog.clone(), None, source, None, timing);
     (r, None)
 }
 
@@ -227,7 +231,7 @@ fn whole(
 /// fits in it goes out whole with its length unless it is to be compressed (a coding accepted,
 /// 1024 bytes or more: catalogd's compression layer sends smaller bodies as they are).
 async fn metas(
-    http: &Http,
+    served: &Served,
     loaded: &Loaded,
     method: &Method,
     filter: content::MetasFilter,
@@ -241,7 +245,7 @@ async fn metas(
         return (r, Some(timing));
     }
     let mut source = Source::Metas { filter, after: -1 };
-    let first = match source.next(&http.catalog).await {
+    let first = match source.next(&served.catalog).await {
         Ok(first) => first.unwrap_or_default(),
         Err(e) => {
             tracing::error!("catalogd API: reading the catalog: {e}");
@@ -266,7 +270,7 @@ async fn metas(
             HeaderValue::from_static(coding.name()),
         );
     }
-    *r.body_mut() = body::stream(http.catalog.clone(), Some(first), source, coding, timing);
+    *r.body_mut() = body::stream(served.catalog.clone(), Some(first), source, coding, timing);
     (r, None)
 }
 
@@ -335,7 +339,7 @@ fn redirect(method: &Method, location: &str) -> Response<Body> {
     r
 }
 
-impl Http {
+impl Served {
     /// The facts of the loaded content, read from the index once.
     async fn loaded(&self) -> Result<Arc<Loaded>, String> {
         self.content
