@@ -370,6 +370,19 @@ impl Copier {
         from: &Location,
         to: &Location,
     ) -> Result<(), String> {
+        // A differential archive leaves out what the destination should have from an earlier
+        // one: not worth a retry.
+        if *from == Location::Layout
+            && !self
+                .has_blob(from, digest, size)
+                .await
+                .map_err(|e| e.message)?
+        {
+            return Err(format!(
+                "blob {digest} is neither in the archive nor at {}",
+                to.describe()
+            ));
+        }
         let dest = match (from.reference(digest), to.reference(digest)) {
             (_, Some(dest)) => dest,
             (Some(source), None) => {
