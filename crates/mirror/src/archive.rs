@@ -189,6 +189,38 @@ mod tests {
     use crate::plan::{ImageKind, PlannedImage};
 
     #[test]
+    fn the_two_forms_do_not_mix_and_one_run_writes_segments_at_a_time() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join(".tmpSEGMENT"), "left by a killed run").unwrap();
+        let (store, lock) = create_store(dir.path()).unwrap();
+        assert!(!dir.path().join(".tmpSEGMENT").exists());
+        assert_eq!(store.root(), dir.path().join("working-dir/store"));
+        assert_eq!(
+            create_store(dir.path()).unwrap_err().to_string(),
+            format!(
+                "{}: another `mirror` run is writing this archive",
+                dir.path().display()
+            )
+        );
+        drop(lock);
+        std::fs::write(dir.path().join("mirror_000001.tar"), "").unwrap();
+        assert!(
+            create(dir.path())
+                .unwrap_err()
+                .to_string()
+                .ends_with("mirror_000001.tar: this directory holds an archive of tar segments (archiveSize); set archiveSize again, or write to another directory")
+        );
+        let plain = tempfile::tempdir().unwrap();
+        create(plain.path()).unwrap();
+        assert!(
+            create_store(plain.path())
+                .unwrap_err()
+                .to_string()
+                .ends_with("this directory holds an archive directory (written without archiveSize); remove archiveSize, or write to another directory")
+        );
+    }
+
+    #[test]
     fn the_plan_round_trips_and_a_foreign_directory_is_refused() {
         let dir = tempfile::tempdir().unwrap();
         create(dir.path()).unwrap();

@@ -104,6 +104,26 @@ async fn archives_fit_the_size_and_a_second_run_carries_only_what_is_new() {
     let to_disk = format!("file://{}", archive.display());
     let insecure = [source.addr.as_str()];
 
+    // An archiveSize of 0 or less is refused before anything is written.
+    for size in ["0", "-1"] {
+        let config = write_config(work.path(), &src.host, &[]);
+        let text = std::fs::read_to_string(&config).unwrap();
+        std::fs::write(&config, format!("archiveSize: {size}\n{text}")).unwrap();
+        let (code, _, stderr) = mirror(
+            &["-c", config.to_str().unwrap(), "--to", &to_disk],
+            &insecure,
+            work.path(),
+        );
+        assert_eq!(code, 1, "{stderr}");
+        assert!(
+            stderr.contains(&format!(
+                "{}: invalid ImageSetConfiguration:\n  archiveSize: expected a size in GiB greater than 0 (such as 4 or 0.5), found {size}",
+                config.display()
+            )),
+            "{stderr}"
+        );
+        assert!(!archive.exists());
+    }
     let config = sized_config(work.path(), &src.host, &fill);
     let (code, stdout, stderr) = mirror(
         &["-c", config.to_str().unwrap(), "--to", &to_disk],
@@ -273,6 +293,30 @@ async fn archives_fit_the_size_and_a_second_run_carries_only_what_is_new() {
             "{}: a segment of archive {id2}, not of archive {id} like mirror_000001.tar (carry each archive in its own directory)",
             bad.join("mirror_000002.tar").display()
         ),
+    );
+    // A blob whose bytes changed in transit is found as it is extracted; nothing is pushed.
+    let _ = std::fs::remove_dir_all(&bad);
+    carry(&work.path().join("carry-1"), &bad);
+    let damaged = bad.join("mirror_000001.tar");
+    let mut bytes = std::fs::read(&damaged).unwrap();
+    let middle = bytes.len() / 2;
+    bytes[middle] = !bytes[middle];
+    std::fs::write(&damaged, bytes).unwrap();
+    let (code, _, stderr) = import(&bad, &to_target, &target.addr);
+    assert_eq!(code, 1, "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "{}: blob {b} does not match its digest (content is sha256:",
+            damaged.display(),
+            b = src.big_layer
+        )),
+        "{stderr}"
+    );
+    assert!(!bad.join("working-dir/store/mirror-plan.json").exists());
+    assert!(
+        !bad.join("working-dir/store/blobs/sha256")
+            .join(big_hex)
+            .exists()
     );
     let dest = client(&[target.addr.as_str()], &work.path().join("cache-target"));
     let catalog_at: oci_client::Reference = format!("{}/pfx/olm/catalog:v1", target.addr)
