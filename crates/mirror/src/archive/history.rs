@@ -20,7 +20,7 @@ pub(crate) struct History {
 struct Record {
     id: String,
     segments: u32,
-    /// Every blob the archive carried (manifests included).
+    /// Every blob the archive carried besides manifests (which every archive carries).
     blobs: Vec<String>,
 }
 

@@ -132,11 +132,12 @@ pub(crate) fn pack(dir: &Path, store: &Layout, limit: u64) -> Result<Packed, Err
                 problem: format!("blob {digest} is not in the store (run again to fetch it)"),
             });
         }
+        // Manifests travel in every archive: only the other blobs are recorded.
         if !manifest {
             blobs += 1;
             bytes += size;
+            carried.push(digest.clone());
         }
-        carried.push(digest.clone());
         items.push(Item {
             entry: Entry {
                 name: format!("blobs/sha256/{}", &digest["sha256:".len()..]),
