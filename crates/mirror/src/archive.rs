@@ -188,6 +188,86 @@ mod tests {
     use super::*;
     use crate::plan::{ImageKind, PlannedImage};
 
+    /// A store holding one image of a config and three 3000-byte layers, with its plan.
+    fn one_image(dir: &Path) -> (Layout, std::fs::File) {
+        let (store, lock) = create_store(dir).unwrap();
+        let descriptor = |data: &[u8]| {
+            let digest = store.write_blob(data).unwrap();
+            serde_json::json!({"mediaType": "x", "digest": digest, "size": data.len()})
+        };
+        let layers: Vec<_> = (0..3u8).map(|i| descriptor(&[i; 3000])).collect();
+        let manifest = serde_json::json!({
+            "schemaVersion": 2,
+            "config": descriptor(b"{}"),
+            "layers": layers,
+        });
+        store
+            .add_manifest(
+                manifest.to_string().as_bytes(),
+                oci_client::manifest::OCI_IMAGE_MEDIA_TYPE,
+                Some("r:t"),
+            )
+            .unwrap();
+        write_plan(store.root(), &Plan::default()).unwrap();
+        (store, lock)
+    }
+
+    #[test]
+    fn segments_round_trip_within_the_size_and_a_renamed_one_is_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let (store, _lock) = one_image(dir.path());
+        // Two 3000-byte layers and their descriptor take more than 8192 bytes: one a tar.
+        let packed = pack(dir.path(), &store, 8192).unwrap();
+        assert_eq!((packed.blobs, packed.bytes, packed.left_out), (4, 9002, 0));
+        let tars = segment::segments_in(dir.path()).unwrap();
+        assert_eq!(tars.len() as u32, packed.segments);
+        assert!(packed.segments >= 3, "{packed:?}");
+        for (_, path) in &tars {
+            assert!(std::fs::metadata(path).unwrap().len() <= 8192);
+        }
+        // Carried elsewhere: every blob, the index and the plan come back.
+        let site = tempfile::tempdir().unwrap();
+        for (_, path) in &tars {
+            std::fs::copy(path, site.path().join(path.file_name().unwrap())).unwrap();
+        }
+        let (layout, plan) = open(site.path()).unwrap();
+        assert_eq!(plan, Plan::default());
+        let carried = contents(&layout).unwrap();
+        assert_eq!(carried.blobs, contents(&store).unwrap().blobs);
+        for (digest, size) in &carried.blobs {
+            assert!(layout.holds(digest, Some(*size)).unwrap());
+        }
+        assert_eq!(
+            layout.find_manifest(Some("r:t")).unwrap().1,
+            oci_client::manifest::OCI_IMAGE_MEDIA_TYPE
+        );
+        // The next archive of the same content carries nothing but the manifest and metadata.
+        let again = pack(dir.path(), &store, 8192).unwrap();
+        assert_eq!((again.segments, again.blobs, again.left_out), (1, 0, 4));
+        std::fs::rename(
+            site.path().join("mirror_000002.tar"),
+            site.path().join("mirror_000009.tar"),
+        )
+        .unwrap();
+        assert_eq!(
+            open(site.path()).unwrap_err().to_string(),
+            format!(
+                "{}: holds segment 2 of {} of archive {} (renamed?)",
+                site.path().join("mirror_000009.tar").display(),
+                packed.segments,
+                packed.id
+            )
+        );
+        std::fs::write(site.path().join("mirror_000009.tar"), b"").unwrap();
+        assert_eq!(
+            open(site.path()).unwrap_err().to_string(),
+            format!(
+                "{}: not a segment of a mirror archive (it is empty)",
+                site.path().join("mirror_000009.tar").display(),
+            )
+        );
+    }
+
     #[test]
     fn the_two_forms_do_not_mix_and_one_run_writes_segments_at_a_time() {
         let dir = tempfile::tempdir().unwrap();

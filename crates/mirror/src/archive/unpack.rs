@@ -177,7 +177,10 @@ pub(crate) fn extract(segments: &Segments, store: &Layout) -> Result<(), Error> 
                         return Err(problem(path, format!("holds an unexpected entry {blob:?}")));
                     };
                     let digest = format!("sha256:{hex}");
-                    if !store.holds(&digest, Some(listed.size))? {
+                    let held = store
+                        .holds(&digest, Some(listed.size))
+                        .map_err(|e| problem(path, e.message))?;
+                    if !held {
                         store
                             .ingest_blob(&digest, entry)
                             .map_err(|e| problem(path, e.message))?;
