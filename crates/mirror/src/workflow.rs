@@ -135,22 +135,7 @@ pub fn run(args: &Options, client: &ClientOptions, unfinished: &Unfinished) -> R
             runtime.block_on(deliver(args, registry, layout, plan, &target, &workspace))?;
             if let (Target::Disk(dir), Some(limit), false) = (&target, archive_size, args.dry_run) {
                 let packed = archive::pack(dir, &archive::open_store(dir)?, limit)?;
-                println!(
-                    "archive {}: {} segments in {}, {} blobs ({:.1} MiB){}",
-                    packed.id,
-                    packed.segments,
-                    dir.display(),
-                    packed.blobs,
-                    packed.bytes as f64 / 1048576.0,
-                    if packed.left_out > 0 {
-                        format!(
-                            "; {} blobs left out that earlier archives carried (a differential archive)",
-                            packed.left_out
-                        )
-                    } else {
-                        String::new()
-                    }
-                );
+                println!("{packed}");
             }
             Ok(())
         }

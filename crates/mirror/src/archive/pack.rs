@@ -20,6 +20,7 @@ use std::path::{Path, PathBuf};
 /// What [`pack`] wrote.
 #[derive(Debug)]
 pub(crate) struct Packed {
+    dir: PathBuf,
     pub(crate) id: String,
     pub(crate) segments: u32,
     /// Blobs carried (manifests and the layout's metadata files not counted) and their bytes.
@@ -27,6 +28,28 @@ pub(crate) struct Packed {
     pub(crate) bytes: u64,
     /// Blobs left out because an earlier archive carried them.
     pub(crate) left_out: usize,
+}
+
+impl std::fmt::Display for Packed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "archive {}: {} segments in {}, {} blobs ({:.1} MiB)",
+            self.id,
+            self.segments,
+            self.dir.display(),
+            self.blobs,
+            self.bytes as f64 / 1048576.0
+        )?;
+        if self.left_out > 0 {
+            write!(
+                f,
+                "; {} blobs left out that earlier archives carried (a differential archive)",
+                self.left_out
+            )?;
+        }
+        Ok(())
+    }
 }
 
 /// Room kept in every segment for its descriptor's fields besides the entry list.
@@ -183,6 +206,7 @@ pub(crate) fn pack(dir: &Path, store: &Layout, limit: u64) -> Result<Packed, Err
     sync_dir(dir)?;
     history.record(dir, &id, total, carried)?;
     Ok(Packed {
+        dir: dir.to_owned(),
         id,
         segments: total,
         blobs,
