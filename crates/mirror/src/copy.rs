@@ -129,7 +129,7 @@ impl Copier {
             registry,
             layout,
             parallel: parallel.max(1),
-            progress: progress_bar(),
+            progress: progress_bar("mirroring", 0),
         }
     }
 
@@ -605,11 +605,11 @@ impl Stream for Guarded {
     }
 }
 
-/// A byte counter for the whole copy (see [`crate::progress`]).
-fn progress_bar() -> indicatif::ProgressBar {
+/// A byte counter for a whole copy, archiving or extraction (see [`image::progress`]).
+pub(crate) fn progress_bar(message: &str, len: u64) -> indicatif::ProgressBar {
     image::progress::bytes(
         "{msg} {bar:30} {bytes}/{total_bytes} {bytes_per_sec} {elapsed}",
-        "mirroring".to_owned(),
-        0,
+        message.to_owned(),
+        len,
     )
 }

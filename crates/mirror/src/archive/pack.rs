@@ -11,6 +11,7 @@
 use super::history::History;
 use super::segment::{self, DESCRIPTOR, Descriptor, Entry};
 use super::{INDEX, LAYOUT_MARKER, PLAN_FILE, contents};
+use crate::copy::progress_bar;
 use crate::error::Error;
 use image::layout::{Layout, persist, sync_dir, temp_file};
 use sha2::{Digest, Sha256};
@@ -174,6 +175,7 @@ pub(crate) fn pack(dir: &Path, store: &Layout, limit: u64) -> Result<Packed, Err
     let id = archive_id(&items, after.as_deref())?;
     let bins = assign(&items, limit);
     let total = bins.len() as u32;
+    let progress = progress_bar("archiving", items.iter().map(|i| i.entry.size).sum());
     let mut written = Vec::new();
     for (n, bin) in (1..).zip(&bins) {
         if bin.oversized {
@@ -193,8 +195,9 @@ pub(crate) fn pack(dir: &Path, store: &Layout, limit: u64) -> Result<Packed, Err
             entries: bin.items.iter().map(|&i| items[i].entry.clone()).collect(),
         };
         let members = bin.items.iter().map(|&i| &items[i]);
-        written.push(write_segment(dir, &descriptor, members)?);
+        written.push(write_segment(dir, &descriptor, members, &progress)?);
     }
+    progress.finish_and_clear();
     for (n, tmp) in (1..).zip(written) {
         persist(tmp, &dir.join(segment::file_name(n)))?;
     }
@@ -220,6 +223,7 @@ fn write_segment<'a>(
     dir: &Path,
     descriptor: &Descriptor,
     items: impl Iterator<Item = &'a Item>,
+    progress: &indicatif::ProgressBar,
 ) -> Result<tempfile::NamedTempFile, Error> {
     let name = segment::file_name(descriptor.segment);
     let fail = |e: std::io::Error| Error::Io {
@@ -249,6 +253,7 @@ fn write_segment<'a>(
                 ),
             });
         }
+        progress.inc(item.entry.size);
     }
     let tmp = builder
         .into_inner()

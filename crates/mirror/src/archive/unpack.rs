@@ -5,6 +5,7 @@
 //! the plan written last.
 use super::segment::{self, DESCRIPTOR, Descriptor};
 use super::{INDEX, LAYOUT_MARKER, PLAN_FILE, write_plan};
+use crate::copy::progress_bar;
 use crate::error::Error;
 use crate::plan::Plan;
 use image::layout::Layout;
@@ -146,6 +147,8 @@ pub(crate) fn check(dir: &Path, found: Vec<(u32, PathBuf)>) -> Result<Segments, 
 /// Extracts checked segments into `store`.
 pub(crate) fn extract(segments: &Segments, store: &Layout) -> Result<(), Error> {
     let (mut index, mut plan) = (None, None);
+    let sizes = segments.files.iter().flat_map(|(_, d)| &d.entries);
+    let progress = progress_bar("extracting", sizes.map(|e| e.size).sum());
     for (path, d) in &segments.files {
         let file = std::fs::File::open(path).map_err(Error::io(path.display()))?;
         let mut tar = tar::Archive::new(std::io::BufReader::with_capacity(1 << 20, file));
@@ -187,11 +190,13 @@ pub(crate) fn extract(segments: &Segments, store: &Layout) -> Result<(), Error> 
                     }
                 }
             }
+            progress.inc(listed.size);
         }
         if entries.next().is_some() {
             return Err(problem(path, "holds entries its descriptor does not list"));
         }
     }
+    progress.finish_and_clear();
     let first = &segments.files[0].0;
     let missing = |name: &str| {
         problem(
