@@ -2,7 +2,8 @@
 //! loopback (Debian's docker-registry), mirrored by the release binary to disk and to a
 //! second registry, against `cp` of the same bytes and against what `curl` gets from the
 //! same registries; then to disk as tar segments (`archiveSize` a third of the image) and from
-//! those tars to the second registry; throughput, CPU and peak RSS of each run.
+//! those tars, moved to a directory of their own, to the second registry (extracted, then
+//! pushed); throughput, CPU and peak RSS of each run.
 //!
 //!   cargo bench --bench mirror [-- LAYERS MIB_PER_LAYER PARALLEL ROUNDS]   (default 8 128 4 2)
 #[path = "common/ceilings.rs"]
@@ -325,7 +326,16 @@ async fn main() {
         if let Some(line) = to_tars.stdout.lines().find(|l| l.starts_with("archive ")) {
             println!("    {line}");
         }
-        let from = format!("file://{}", tars.display());
+        // Carried to a directory of its own, as to another site: extracted there.
+        let carried = work.path().join(format!("carried{round}"));
+        std::fs::create_dir_all(&carried).unwrap();
+        for entry in std::fs::read_dir(&tars).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_some_and(|e| e == "tar") {
+                std::fs::rename(&path, carried.join(path.file_name().unwrap())).unwrap();
+            }
+        }
+        let from = format!("file://{}", carried.display());
         let before = registries_cpu();
         let from_tars = run(
             "tars to registry",
@@ -341,7 +351,7 @@ async fn main() {
             cp_rate,
             before,
         );
-        for dir in [copy, disk, tars] {
+        for dir in [copy, disk, tars, carried] {
             std::fs::remove_dir_all(dir).unwrap();
         }
     }

@@ -15,7 +15,6 @@ use crate::copy::progress_bar;
 use crate::error::Error;
 use image::layout::{Layout, persist, sync_dir, temp_file};
 use sha2::{Digest, Sha256};
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
 /// What [`pack`] wrote.
@@ -235,31 +234,21 @@ fn write_segment<'a>(
         path: dir.join(&name),
         problem: e.to_string(),
     })?;
-    let mut builder = tar::Builder::new(std::io::BufWriter::with_capacity(1 << 20, tmp));
-    builder
-        .append(&segment::header(DESCRIPTOR, json.len() as u64)?, &json[..])
-        .map_err(fail)?;
+    let mut out = tmp.as_file();
+    segment::write_entry(&mut out, DESCRIPTOR, &json[..], json.len() as u64).map_err(fail)?;
     for item in items {
         let file = std::fs::File::open(&item.path).map_err(Error::io(item.path.display()))?;
-        let mut data = file.take(item.entry.size);
-        let header = segment::header(&item.entry.name, item.entry.size)?;
-        builder.append(&header, &mut data).map_err(fail)?;
-        if data.limit() != 0 {
+        let size = item.entry.size;
+        let copied = segment::write_entry(&mut out, &item.entry.name, file, size).map_err(fail)?;
+        if copied != size {
             return Err(Error::Archive {
                 path: item.path.clone(),
-                problem: format!(
-                    "shorter than its {} bytes while it was archived",
-                    item.entry.size
-                ),
+                problem: format!("shorter than its {size} bytes while it was archived"),
             });
         }
-        progress.inc(item.entry.size);
+        progress.inc(size);
     }
-    let tmp = builder
-        .into_inner()
-        .map_err(fail)?
-        .into_inner()
-        .map_err(|e| fail(e.into_error()))?;
+    segment::write_end(&mut out).map_err(fail)?;
     let expected = segment::segment_bytes(json.len() as u64, &descriptor.entries);
     let length = tmp.as_file().metadata().map_err(fail)?.len();
     if length != expected {
