@@ -24,10 +24,13 @@ pub struct MirrorArgs {
     /// The ImageSetConfiguration (needed unless --from names an archive).
     #[arg(short = 'c', long = "config", value_name = "FILE")]
     config: Option<PathBuf>,
-    /// Where to mirror: docker://REGISTRY[/PREFIX] or file://DIR (an archive for a later --from).
+    /// Where to mirror: docker://REGISTRY[/PREFIX] or file://DIR (an archive for a later --from:
+    /// one directory, or with archiveSize (GiB) in the ImageSetConfiguration mirror_000001.tar, …
+    /// of at most that size, a later run writing only what earlier archives lacked).
     #[arg(long, value_name = "DEST", required = true)]
     to: Option<String>,
-    /// An archive written by `mirror --to file://DIR`: mirror it to --to without reaching any source registry.
+    /// An archive written by `mirror --to file://DIR` (the directory, or its mirror_*.tar files):
+    /// mirror it to --to without reaching any source registry.
     #[arg(long, value_name = "file://DIR")]
     from: Option<String>,
     /// Where the cluster resources and the mapping file go (default: the current directory).

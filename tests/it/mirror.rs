@@ -11,6 +11,8 @@ use registry::TestRegistry;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+mod archive;
+
 /// Pushed images by the name the catalog and the configuration use, with their digests.
 struct Source {
     /// The registry as image references name it (the registry itself, or a proxy before it).

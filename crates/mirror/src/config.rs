@@ -11,12 +11,16 @@ use serde::{Deserialize, Serialize};
 pub(crate) const KIND: &str = "ImageSetConfiguration";
 pub(crate) const DELETE_KIND: &str = "DeleteImageSetConfiguration";
 pub(crate) const API_VERSION: &str = "mirror.openshift.io/v2alpha1";
+const GIB: f64 = (1u64 << 30) as f64;
 
 #[derive(Debug, Deserialize, Clone, PartialEq)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub(crate) struct ImageSetConfiguration {
     pub(crate) kind: String,
     pub(crate) api_version: String,
+    /// The largest tar file of an archive to disk, in GiB (oc-mirror's field; it takes whole
+    /// numbers, we also take fractions such as 0.5). None: the archive is one directory.
+    pub(crate) archive_size: Option<f64>,
     #[serde(default)]
     pub(crate) mirror: Mirror,
 }
@@ -170,8 +174,21 @@ impl ImageSetConfiguration {
         }
     }
 
+    /// `archiveSize` in bytes (whole bytes, rounded down), once [`Self::parse`] has checked it.
+    pub(crate) fn archive_bytes(&self) -> Option<u64> {
+        self.archive_size.map(|gib| (gib * GIB) as u64)
+    }
+
     fn problems(&self) -> Vec<String> {
-        let mut out = head_problems(&self.kind, &self.api_version, KIND);
+        let mut out = Vec::new();
+        if let Some(gib) = self.archive_size
+            && !(gib.is_finite() && gib * GIB >= 1.0)
+        {
+            out.push(format!(
+                "archiveSize: expected a size in GiB greater than 0 (such as 4 or 0.5), found {gib}"
+            ));
+        }
+        out.extend(head_problems(&self.kind, &self.api_version, KIND));
         out.extend(section_problems(&self.mirror, "mirror"));
         out
     }
@@ -404,6 +421,33 @@ mod tests {
   mirror.operators[0].packages[0] (\"a\").channels[0] (\"stable\"): minVersion/maxVersion cannot be combined with full: true
   mirror.operators[0].packages[0] (\"a\").channels[0] (\"stable\").maxVersion: invalid version \"1.x\": No Major.Minor.Patch elements found
   mirror.blockedImages[0].name: invalid regular expression \"(unclosed\": unclosed group"
+        );
+    }
+
+    #[test]
+    fn archive_size_is_in_gib_and_greater_than_zero() {
+        let parse = |size: &str| {
+            ImageSetConfiguration::parse(
+                "isc.yaml",
+                &format!(
+                    "{HEAD}archiveSize: {size}\nmirror:\n  additionalImages:\n  - name: r/a:v1\n"
+                ),
+            )
+        };
+        assert_eq!(parse("4").unwrap().archive_bytes(), Some(4 << 30));
+        assert_eq!(parse("0.5").unwrap().archive_bytes(), Some(1 << 29));
+        for bad in ["0", "-1", ".nan", "1e-300"] {
+            let err = parse(bad).unwrap_err().to_string();
+            assert!(
+                err.starts_with("isc.yaml: invalid ImageSetConfiguration:\n  archiveSize: expected a size in GiB greater than 0 (such as 4 or 0.5), found "),
+                "{bad}: {err}"
+            );
+        }
+        assert!(
+            parse("4G")
+                .unwrap_err()
+                .to_string()
+                .starts_with("isc.yaml: archiveSize: invalid type: string \"4G\""),
         );
     }
 

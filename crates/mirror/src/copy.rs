@@ -152,7 +152,7 @@ impl Copier {
             registry,
             layout,
             parallel: parallel.max(1),
-            progress: progress_bar(),
+            progress: progress_bar("mirroring", 0),
         }
     }
 
@@ -499,6 +499,19 @@ impl Copier {
         from: &Location,
         to: &Location,
     ) -> Result<(), String> {
+        // A differential archive leaves out what the destination should have from an earlier
+        // one: not worth a retry.
+        if *from == Location::Layout
+            && !self
+                .has_blob(from, digest, size)
+                .await
+                .map_err(|e| e.message)?
+        {
+            return Err(format!(
+                "blob {digest} is neither in the archive nor at {}",
+                to.describe()
+            ));
+        }
         let dest = match (from.reference(digest), to.reference(digest)) {
             (_, Some(dest)) => dest,
             (Some(source), None) => {
@@ -723,11 +736,11 @@ impl Stream for Guarded {
     }
 }
 
-/// A byte counter for the whole copy (see [`crate::progress`]).
-fn progress_bar() -> indicatif::ProgressBar {
+/// A byte counter for a whole copy, archiving or extraction (see [`image::progress`]).
+pub(crate) fn progress_bar(message: &str, len: u64) -> indicatif::ProgressBar {
     image::progress::bytes(
         "{msg} {bar:30} {bytes}/{total_bytes} {bytes_per_sec} {elapsed}",
-        "mirroring".to_owned(),
-        0,
+        message.to_owned(),
+        len,
     )
 }

@@ -84,6 +84,22 @@ pub enum Error {
         path: PathBuf,
         source: serde_json::Error,
     },
+    /// A file of an archive to disk that cannot be used (a tar segment, the record of
+    /// archives written, a manifest in the archive), and why.
+    #[error("{}: {problem}", path.display())]
+    Archive { path: PathBuf, problem: String },
+    /// Segments of a tar archive that its directory lacks.
+    #[error(
+        "{}: archive {archive} has {total} segments, but {} missing (carry every mirror_*.tar of an archive together)",
+        dir.display(),
+        missing_names(missing)
+    )]
+    MissingSegments {
+        dir: PathBuf,
+        archive: String,
+        total: u32,
+        missing: Vec<String>,
+    },
     #[error("writing YAML: {0}")]
     Yaml(serde_yaml::Error),
     /// Local files and directories; `what` names the file, or what it was for.
@@ -107,4 +123,11 @@ impl Error {
 /// Lines below a heading, each on its own line, indented.
 fn indented(lines: &[impl Display]) -> String {
     lines.iter().map(|l| format!("\n  {l}")).collect()
+}
+
+fn missing_names(missing: &[String]) -> String {
+    match missing {
+        [one] => format!("{one} is"),
+        many => format!("{} are", many.join(", ")),
+    }
 }

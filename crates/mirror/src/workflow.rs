@@ -1,7 +1,8 @@
 //! The three oc-mirror v2 workflows, from options to a finished copy:
 //!
 //!   -c isc.yaml --to docker://REG/PREFIX          mirror to mirror
-//!   -c isc.yaml --to file://DIR                   mirror to disk
+//!   -c isc.yaml --to file://DIR                   mirror to disk (a directory, or tar
+//!                                                 segments with `archiveSize`)
 //!   --from file://DIR --to docker://REG/PREFIX    disk to mirror (no source access)
 //!
 //! Each catalog is acquired through [`source`], filtered, rebuilt and planned; the
@@ -115,11 +116,26 @@ pub fn run(args: &Options, client: &ClientOptions, unfinished: &Unfinished) -> R
             })?;
             let text = std::fs::read_to_string(path).map_err(Error::io(path.display()))?;
             let config = ImageSetConfiguration::parse(&path.display().to_string(), &text)?;
+            let archive_size = config.archive_bytes();
             // Rebuilt catalogs are staged in the archive itself, or in a private layout.
             let staging_dir = tempfile::tempdir().map_err(Error::io("a staging directory"))?;
-            let layout = match &target {
-                Target::Disk(dir) => archive::create(dir)?,
-                Target::Registry { .. } => Layout::create(staging_dir.path())?,
+            // Held while tar segments are written into the directory.
+            let mut _writing = None;
+            let layout = match (&target, archive_size) {
+                (Target::Disk(dir), Some(_)) => {
+                    let (store, lock) = archive::create_store(dir)?;
+                    _writing = Some(lock);
+                    store
+                }
+                (Target::Disk(dir), None) => archive::create(dir)?,
+                (Target::Registry { .. }, size) => {
+                    if size.is_some() {
+                        eprintln!(
+                            "archiveSize applies to archives (--to file://DIR); ignored for a registry"
+                        );
+                    }
+                    Layout::create(staging_dir.path())?
+                }
             };
             let plan = runtime.block_on(make_plan(
                 &config.mirror,
@@ -130,7 +146,12 @@ pub fn run(args: &Options, client: &ClientOptions, unfinished: &Unfinished) -> R
                 &layout,
                 unfinished,
             ))?;
-            runtime.block_on(deliver(args, registry, layout, plan, &target, &workspace))
+            runtime.block_on(deliver(args, registry, layout, plan, &target, &workspace))?;
+            if let (Target::Disk(dir), Some(limit), false) = (&target, archive_size, args.dry_run) {
+                let packed = archive::pack(dir, &archive::open_store(dir)?, limit)?;
+                println!("{packed}");
+            }
+            Ok(())
         }
     }
 }
@@ -281,6 +302,7 @@ async fn deliver(
             })
         })
         .collect::<Result<Vec<_>, Error>>()?;
+    let layout_root = layout.root().to_owned();
     let copier = Arc::new(Copier::new(
         registry.clone(),
         Some(Arc::new(layout)),
@@ -314,7 +336,7 @@ async fn deliver(
         });
     }
     match target {
-        Target::Disk(dir) => archive::write_plan(dir, &plan)?,
+        Target::Disk(_) => archive::write_plan(&layout_root, &plan)?,
         Target::Registry { root, .. } => {
             for file in outputs::write_all(&plan, root, workspace, args.icsp)? {
                 eprintln!("wrote {}", file.display());
