@@ -102,19 +102,20 @@ async fn sign(
         .unwrap();
 }
 
-/// Pushes an SBOM named `name` for `subject` as an OCI 1.1 artifact and lists it (alone)
-/// under the fallback tag `sha256-<hex>`, as a client does on a registry without a
-/// referrers API. Returns its digest.
-async fn attach_sbom(
+/// Pushes an SBOM for `subject` as an OCI 1.1 artifact and lists it (alone) under the
+/// fallback tag `sha256-<hex>`, as a client does on a registry without a referrers API.
+/// Returns its digest (its content names the repository, so that each repository's SBOM of
+/// the same subject is another manifest).
+pub(crate) async fn attach_sbom(
     registry: &Registry,
     addr: &str,
     repository: &str,
     subject: &str,
-    name: &str,
 ) -> String {
     let r = at(addr, repository, subject);
     let (body, media_type) = registry.get_manifest(&r).await.unwrap();
-    let sbom = json!({"spdxVersion": "SPDX-2.3", "name": name}).to_string();
+    let sbom =
+        json!({"spdxVersion": "SPDX-2.3", "name": subject, "repository": repository}).to_string();
     let mut layer = put_blob(registry, &r, sbom.as_bytes()).await;
     layer["mediaType"] = SBOM_TYPE.into();
     let mut empty = put_blob(registry, &r, b"{}").await;
@@ -153,19 +154,19 @@ async fn attach_sbom(
 
 /// What the source holds: a signed single-platform image with an SBOM (by tag), and a
 /// signed two-platform index whose platform manifests are signed too (by digest).
-struct Signed {
+pub(crate) struct Signed {
     single: String,
     sbom: String,
     /// The index's SBOM: the index is named by digest only, so at a registry without a
     /// referrers API its fallback tag is also the tag a mirror gives the index.
     multi_sbom: String,
-    multi: String,
-    platforms: Vec<String>,
+    pub(crate) multi: String,
+    pub(crate) platforms: Vec<String>,
     public_key: String,
     signer: SigStoreSigner,
 }
 
-async fn publish(registry: &Registry, addr: &str) -> Signed {
+pub(crate) async fn publish(registry: &Registry, addr: &str) -> Signed {
     let signer = SigningScheme::ECDSA_P256_SHA256_ASN1
         .create_signer()
         .unwrap();
@@ -203,8 +204,8 @@ async fn publish(registry: &Registry, addr: &str) -> Signed {
     for digest in std::iter::once(&multi).chain(&platforms) {
         sign(registry, &signer, addr, "app/multi", digest, digest).await;
     }
-    let sbom = attach_sbom(registry, addr, "app/single", &single, "single").await;
-    let multi_sbom = attach_sbom(registry, addr, "app/multi", &multi, "multi").await;
+    let sbom = attach_sbom(registry, addr, "app/single", &single).await;
+    let multi_sbom = attach_sbom(registry, addr, "app/multi", &multi).await;
     Signed {
         single,
         sbom,
@@ -385,14 +386,7 @@ async fn signatures_and_an_sbom_travel_registry_to_registry() {
     );
     // Another tool lists its own SBOM at the mirror, alone. A rerun copies nothing and
     // lists ours beside it.
-    let theirs = attach_sbom(
-        &registry,
-        &target.addr,
-        "mirror/app/single",
-        &signed.single,
-        "theirs",
-    )
-    .await;
+    let theirs = attach_sbom(&registry, &target.addr, "mirror/app/single", &signed.single).await;
     let (code, stdout, stderr) = mirror(&["-c", &config, "--to", &to], &insecure, work.path());
     assert_eq!(code, 0, "{stdout}\n{stderr}");
     assert!(stdout.contains(" 0 blobs copied"), "{stdout}");

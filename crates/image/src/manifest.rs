@@ -1,4 +1,5 @@
-//! Fetching manifests from registries with their size capped while they arrive.
+//! Fetching manifests from registries with their size capped while they arrive, and
+//! deleting them.
 //!
 //! oci-client reads a manifest response whole before anyone can look at its size, so a
 //! registry could hand us hundreds of MB. These requests are ours: the body is refused as
@@ -141,6 +142,25 @@ impl ManifestFetcher {
         read_json(&mut response, what, "manifest").await
     }
 
+    /// Deletes the manifest `r` names (by digest: distribution deletes no tag alone); the
+    /// tags that named it go with it.
+    pub(super) async fn delete(
+        &self,
+        client: &Client,
+        r: &Reference,
+        auth: &RegistryAuth,
+        what: &str,
+    ) -> Result<(), Error> {
+        let at = r.digest().or(r.tag()).unwrap_or("latest");
+        let url = self.url(r, &format!("manifests/{at}"), "");
+        let how = (reqwest::Method::DELETE, RegistryOperation::Push);
+        let mut response = self.send(client, r, auth, how, &url, &[], what).await?;
+        if !response.status().is_success() {
+            return Err(refused(&mut response, &url, what).await);
+        }
+        Ok(())
+    }
+
     /// A JSON document of the registry's API below the repository of `r` (`path`, with
     /// `query`), at most [`MAX_MANIFEST_BYTES`], with the `Link` of its next page when it has
     /// one; None when the registry answers 404 (no such repository, or no such API).
@@ -176,8 +196,7 @@ impl ManifestFetcher {
         )))
     }
 
-    /// GET `url` with what proves who we are: a token that worked for this repository, else
-    /// the credentials; a first 401 is answered with the registry's challenge.
+    /// GET `url` (see [`ManifestFetcher::send`]).
     async fn get(
         &self,
         client: &Client,
@@ -187,13 +206,35 @@ impl ManifestFetcher {
         accept: &[&str],
         what: &str,
     ) -> Result<reqwest::Response, Error> {
+        let how = (reqwest::Method::GET, RegistryOperation::Pull);
+        self.send(client, r, auth, how, url, accept, what).await
+    }
+
+    /// Sends `how.0` to `url` with what proves who we are: a token that worked for this
+    /// repository, else the credentials; a first 401 is answered with the registry's
+    /// challenge for the access `how.1`. No Accept header when `accept` is empty.
+    #[allow(clippy::too_many_arguments)]
+    async fn send(
+        &self,
+        client: &Client,
+        r: &Reference,
+        auth: &RegistryAuth,
+        how: (reqwest::Method, RegistryOperation),
+        url: &str,
+        accept: &[&str],
+        what: &str,
+    ) -> Result<reqwest::Response, Error> {
+        let (method, operation) = how;
         let oci = |e: OciDistributionError| Error::from_oci(what, &e);
         let key = format!("{}/{}", r.resolve_registry(), r.repository());
         let remembered = self.tokens.lock().ok().and_then(|t| t.get(&key).cloned());
         let mut access = remembered.map_or_else(|| Access::of(auth), Access::Bearer);
         let mut challenged = false;
         loop {
-            let request = self.http.get(url).header(ACCEPT, accept.join(", "));
+            let mut request = self.http.request(method.clone(), url);
+            if !accept.is_empty() {
+                request = request.header(ACCEPT, accept.join(", "));
+            }
             let response = access
                 .apply(request)
                 .send()
@@ -204,11 +245,7 @@ impl ManifestFetcher {
             }
             // First refusal: answer the registry's challenge (a token, or the credentials).
             challenged = true;
-            match client
-                .auth(r, auth, RegistryOperation::Pull)
-                .await
-                .map_err(oci)?
-            {
+            match client.auth(r, auth, operation).await.map_err(oci)? {
                 Some(token) => {
                     if let Ok(mut tokens) = self.tokens.lock() {
                         tokens.insert(key.clone(), token.clone());

@@ -216,6 +216,15 @@ impl Registry {
             .map_err(|e| Error::from_oci(&what, &e))
     }
 
+    /// Deletes the manifest a digest reference names, and every tag that named it. A
+    /// registry that does not allow deletes answers 405 (distribution: `storage.delete`).
+    pub async fn delete_manifest(&self, r: &Reference) -> Result<(), Error> {
+        let what = format!("delete manifest {}", r.whole());
+        self.manifests
+            .delete(&self.client, r, &self.auth(r), &what)
+            .await
+    }
+
     /// Obtains push rights for the reference's repository (before the first upload to it).
     pub async fn authorize_push(&self, r: &Reference) -> Result<(), Error> {
         let auth = self.auth(r);

@@ -2,16 +2,20 @@
 //! that says what to mirror ([`config`]), the graph-correct [`filter`], the [`plan`] with the
 //! [`attachments`] (signatures, referrers) of each image, the [`copy`], the disk
 //! [`archive`], the cluster resources ([`outputs`]), and [`run`], which does a whole
-//! workflow ([`workflow`]) or says why it stopped ([`Error`]).
+//! workflow ([`workflow`]) or says why it stopped ([`Error`]); [`delete()`] plans and
+//! removes what an earlier image set mirrored.
 mod archive;
 mod attachments;
 pub mod config;
 mod copy;
+mod delete;
 mod error;
 pub mod filter;
 mod outputs;
 mod plan;
+mod platforms;
 mod workflow;
 
+pub use delete::{DeleteOptions, delete};
 pub use error::Error;
 pub use workflow::{Options, run};

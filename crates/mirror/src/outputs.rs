@@ -230,6 +230,7 @@ mod tests {
             repository: repository.into(),
             tag: tag.into(),
             by_digest,
+            platforms: Vec::new(),
             subject: None,
         }
     }

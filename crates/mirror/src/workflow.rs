@@ -1,12 +1,13 @@
 //! The three oc-mirror v2 workflows, from options to a finished copy:
 //!
 //!   -c isc.yaml --to docker://REG/PREFIX          mirror to mirror
-//!   -c isc.yaml --to file://DIR                   mirror to disk
+//!   -c isc.yaml --to file://DIR                   mirror to disk (a directory, or tar
+//!                                                 segments with `archiveSize`)
 //!   --from file://DIR --to docker://REG/PREFIX    disk to mirror (no source access)
 //!
 //! Each catalog is acquired through [`source`], filtered, rebuilt and planned; the
 //! plan's images are copied and the target's resources written.
-use super::config::ImageSetConfiguration;
+use super::config::{ImageSetConfiguration, Mirror};
 use super::copy::{Copier, Job, Location, Summary};
 use super::error::Error;
 use super::plan::{self, ImageKind, Plan};
@@ -41,7 +42,7 @@ pub struct Options {
     pub remove_signatures: bool,
 }
 
-enum Target {
+pub(crate) enum Target {
     Registry {
         root: String,
         registry: String,
@@ -50,7 +51,7 @@ enum Target {
     Disk(PathBuf),
 }
 
-fn parse_target(to: &str) -> Result<Target, Error> {
+pub(crate) fn parse_target(to: &str) -> Result<Target, Error> {
     if let Some(dir) = to.strip_prefix("file://") {
         if dir.is_empty() {
             return Err(Error::Usage(format!(
@@ -115,23 +116,54 @@ pub fn run(args: &Options, client: &ClientOptions, unfinished: &Unfinished) -> R
             })?;
             let text = std::fs::read_to_string(path).map_err(Error::io(path.display()))?;
             let config = ImageSetConfiguration::parse(&path.display().to_string(), &text)?;
+            let archive_size = config.archive_bytes();
             // Rebuilt catalogs are staged in the archive itself, or in a private layout.
             let staging_dir = tempfile::tempdir().map_err(Error::io("a staging directory"))?;
-            let layout = match &target {
-                Target::Disk(dir) => archive::create(dir)?,
-                Target::Registry { .. } => Layout::create(staging_dir.path())?,
+            // Held while tar segments are written into the directory.
+            let mut _writing = None;
+            let layout = match (&target, archive_size) {
+                (Target::Disk(dir), Some(_)) => {
+                    let (store, lock) = archive::create_store(dir)?;
+                    _writing = Some(lock);
+                    store
+                }
+                (Target::Disk(dir), None) => archive::create(dir)?,
+                (Target::Registry { .. }, size) => {
+                    if size.is_some() {
+                        eprintln!(
+                            "archiveSize applies to archives (--to file://DIR); ignored for a registry"
+                        );
+                    }
+                    Layout::create(staging_dir.path())?
+                }
             };
-            let plan =
-                runtime.block_on(make_plan(args, &config, &registry, &layout, unfinished))?;
-            runtime.block_on(deliver(args, registry, layout, plan, &target, &workspace))
+            let plan = runtime.block_on(make_plan(
+                &config.mirror,
+                args.dry_run,
+                args.parallel,
+                !args.remove_signatures,
+                &registry,
+                &layout,
+                unfinished,
+            ))?;
+            runtime.block_on(deliver(args, registry, layout, plan, &target, &workspace))?;
+            if let (Target::Disk(dir), Some(limit), false) = (&target, archive_size, args.dry_run) {
+                let packed = archive::pack(dir, &archive::open_store(dir)?, limit)?;
+                println!("{packed}");
+            }
+            Ok(())
         }
     }
 }
 
-/// Fetches and filters every catalog, rebuilds it into `staging`, and resolves every image.
-async fn make_plan(
-    args: &Options,
-    config: &ImageSetConfiguration,
+/// Fetches and filters every catalog of `section` (a configuration's `mirror:` or
+/// `delete:`), rebuilds it into `staging`, and resolves every image, with its attachments
+/// when `with_attachments`.
+pub(crate) async fn make_plan(
+    section: &Mirror,
+    dry_run: bool,
+    parallel: usize,
+    with_attachments: bool,
     registry: &Arc<Registry>,
     staging: &Layout,
     unfinished: &Unfinished,
@@ -140,25 +172,24 @@ async fn make_plan(
     let mut catalogs = Vec::new();
     // `mirror` has no --max-file-size: catalogs are read within the default cap.
     let limits = ReadLimits::default();
-    for op in &config.mirror.operators {
+    for op in &section.operators {
         let unpacked = fetch_as_fbc(registry, &op.catalog, unfinished, limits).await?;
         let fbc = load_dir(&unpacked.root, limits).map_err(|errors| Error::Catalog {
             catalog: op.catalog.clone(),
             errors,
         })?;
         let filtered = filter_catalog(&fbc, op)?;
-        if args.dry_run {
+        if dry_run {
             println!("catalog {}:\n{}", op.catalog, filtered.1);
         }
         catalogs.push(plan::rebuild_catalog(op, &filtered.0, staging)?);
-        wanted.extend(plan::catalog_images(&filtered.0));
+        wanted.extend(plan::catalog_images(&filtered.0, &op.platforms));
     }
-    wanted.extend(plan::additional_images(&config.mirror.additional_images));
-    let (kept, blocked) = plan::block(wanted, &config.mirror.blocked_images);
-    let mut images = plan::resolve(registry.clone(), kept, args.parallel.max(4)).await?;
-    if !args.remove_signatures {
-        let attachments =
-            plan::attachments(registry.clone(), &images, args.parallel.max(4)).await?;
+    wanted.extend(plan::additional_images(&section.additional_images));
+    let (kept, blocked) = plan::block(wanted, &section.blocked_images);
+    let mut images = plan::resolve(registry.clone(), kept, parallel.max(4)).await?;
+    if with_attachments {
+        let attachments = plan::attachments(registry.clone(), &images, parallel.max(4)).await?;
         images.extend(attachments);
     }
     images.extend(catalogs);
@@ -210,7 +241,7 @@ async fn deliver(
     args: &Options,
     registry: Arc<Registry>,
     layout: Layout,
-    plan: Plan,
+    mut plan: Plan,
     target: &Target,
     workspace: &Path,
 ) -> Result<(), Error> {
@@ -266,9 +297,12 @@ async fn deliver(
                 digest: image.digest.clone(),
                 tag,
                 last: image.kind == ImageKind::Catalog,
+                platforms: image.platforms.clone(),
+                keep_digest: plan::parse_reference(&image.source)?.digest().is_some(),
             })
         })
         .collect::<Result<Vec<_>, Error>>()?;
+    let layout_root = layout.root().to_owned();
     let copier = Arc::new(Copier::new(
         registry.clone(),
         Some(Arc::new(layout)),
@@ -276,6 +310,15 @@ async fn deliver(
     ));
     let summary: Summary = copier.run(jobs).await;
     println!("{summary}");
+    for note in &summary.notes {
+        eprintln!("note: {note}");
+    }
+    // Images pulled by tag whose index the platform filter rewrote now have another digest.
+    for image in &mut plan.images {
+        if let Some(digest) = summary.rewritten.get(&image.source) {
+            image.digest = digest.clone();
+        }
+    }
     let mut failures = summary.failures;
     if let Target::Registry {
         registry: host,
@@ -293,7 +336,7 @@ async fn deliver(
         });
     }
     match target {
-        Target::Disk(dir) => archive::write_plan(dir, &plan)?,
+        Target::Disk(_) => archive::write_plan(&layout_root, &plan)?,
         Target::Registry { root, .. } => {
             for file in outputs::write_all(&plan, root, workspace, args.icsp)? {
                 eprintln!("wrote {}", file.display());

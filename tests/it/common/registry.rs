@@ -106,15 +106,20 @@ impl TestRegistry {
 
     /// A registry over plain HTTP, no auth.
     pub fn plain() -> TestRegistry {
-        Self::start(false)
+        Self::start(false, true)
+    }
+
+    /// A registry over plain HTTP that refuses deletes (distribution's default).
+    pub fn plain_without_deletes() -> TestRegistry {
+        Self::start(false, false)
     }
 
     /// A registry over TLS (test CA) with basic auth user `tester` / `s3cret`.
     pub fn secure() -> TestRegistry {
-        Self::start(true)
+        Self::start(true, true)
     }
 
-    fn start(secure: bool) -> TestRegistry {
+    fn start(secure: bool, deletes: bool) -> TestRegistry {
         let dir = tempfile::tempdir().unwrap();
         let mut extra = String::new();
         let (mut ca_file, mut auth_file) = (None, None);
@@ -146,7 +151,7 @@ impl TestRegistry {
             &config,
             format!(
                 "version: 0.1\nlog: {{level: info, accesslog: {{disabled: false}}}}\n\
-                 storage: {{filesystem: {{rootdirectory: {}}}, delete: {{enabled: true}}}}\n\
+                 storage: {{filesystem: {{rootdirectory: {}}}, delete: {{enabled: {deletes}}}}}\n\
                  health: {{storagedriver: {{enabled: false}}}}\n\
                  http:\n  addr: 127.0.0.1:0\n  secret: local-test-only\n{extra}",
                 dir.path().join("data").display()
@@ -215,6 +220,14 @@ impl TestRegistry {
     pub fn stop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+
+    /// Runs docker-registry's offline garbage collector over this registry's storage: blobs
+    /// no manifest names any more are removed (nothing is uploading meanwhile).
+    pub fn garbage_collect(&self) {
+        run(Command::new("docker-registry")
+            .arg("garbage-collect")
+            .arg(self.dir.path().join("config.yml")));
     }
 
     /// The files of the blob with this digest in the registry's storage.
