@@ -474,7 +474,10 @@ mod tests {
         read_in_order(
             &files,
             |file| {
-                let i = order.iter().position(|r| *r == file.rel).expect("known file");
+                let i = order
+                    .iter()
+                    .position(|r| *r == file.rel)
+                    .expect("known file");
                 started.fetch_add(1, Ordering::SeqCst);
                 if i == 0 {
                     // Give the other workers every chance to read ahead while the first
@@ -506,7 +509,14 @@ mod tests {
 
     #[test]
     fn an_error_of_the_consumer_stops_the_workers() {
-        let dir = tree(&[("a", ""), ("b", ""), ("c", ""), ("d", ""), ("e", ""), ("f", "")]);
+        let dir = tree(&[
+            ("a", ""),
+            ("b", ""),
+            ("c", ""),
+            ("d", ""),
+            ("e", ""),
+            ("f", ""),
+        ]);
         let files = catalog_files(dir.path(), ReadLimits::default()).expect("walk");
         let mut consumed = 0;
         let result = read_in_order(

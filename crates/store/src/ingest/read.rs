@@ -111,11 +111,7 @@ impl Sink<'_> {
 
 /// A file as the writer takes it, with its digest when `hash` is set and its documents'
 /// catalogd lines when `lines` is.
-fn parse_file(
-    file: &CatalogFile,
-    hash: bool,
-    lines: bool,
-) -> Result<ParsedFile, Vec<LoadError>> {
+fn parse_file(file: &CatalogFile, hash: bool, lines: bool) -> Result<ParsedFile, Vec<LoadError>> {
     let mut seen = Vec::new();
     let read = read_file_seeing(file, &mut |doc| {
         if lines {
