@@ -1,7 +1,9 @@
 //! Mirror benchmark: an image of ~1 GiB of incompressible layers in a real registry on
 //! loopback (Debian's docker-registry), mirrored by the release binary to disk and to a
 //! second registry, against `cp` of the same bytes and against what `curl` gets from the
-//! same registries; throughput, CPU and peak RSS of each run.
+//! same registries; then to disk as tar segments (`archiveSize` a third of the image) and from
+//! those tars, moved to a directory of their own, to the second registry (extracted, then
+//! pushed); throughput, CPU and peak RSS of each run.
 //!
 //!   cargo bench --bench mirror [-- LAYERS MIB_PER_LAYER PARALLEL ROUNDS]   (default 8 128 4 2)
 #[path = "common/ceilings.rs"]
@@ -234,9 +236,22 @@ async fn main() {
         ),
     )
     .unwrap();
-    let mirror = |to: String, round: usize| {
+    // Tars of a third of the image each: with the default 8 layers of 128 MiB, two layers a tar.
+    let sized = work.path().join("isc-sized.yaml");
+    let archive_gib = bytes as f64 / 3.0 / (1u64 << 30) as f64;
+    std::fs::write(
+        &sized,
+        format!(
+            "archiveSize: {archive_gib}\n{}",
+            std::fs::read_to_string(&isc).unwrap()
+        ),
+    )
+    .unwrap();
+    let mirror = |what: [&str; 2], to: String, round: usize| {
         let mut cmd = Command::new(BIN);
-        cmd.args(["mirror", "-c", isc.to_str().unwrap(), "--to", &to])
+        cmd.arg("mirror")
+            .args(what)
+            .args(["--to", &to])
             .args(["--parallel", &parallel.to_string()])
             .args(["--insecure-registry", &source.addr])
             .args(["--insecure-registry", &target.addr])
@@ -276,18 +291,67 @@ async fn main() {
         );
         let disk = work.path().join(format!("archive{round}"));
         let before = registries_cpu();
+        let config = ["-c", isc.to_str().unwrap()];
         let to_disk = run(
             "mirror to disk",
-            &mut mirror(format!("file://{}", disk.display()), round),
+            &mut mirror(config, format!("file://{}", disk.display()), round),
         );
         report("mirror to disk", &to_disk, cp_rate, before);
         let before = registries_cpu();
         let to_registry = run(
             "registry to registry",
-            &mut mirror(format!("docker://{}/round{round}", target.addr), round),
+            &mut mirror(
+                config,
+                format!("docker://{}/round{round}", target.addr),
+                round,
+            ),
         );
         report("registry to registry", &to_registry, cp_rate, before);
-        for dir in [copy, disk] {
+        let tars = work.path().join(format!("tars{round}"));
+        let before = registries_cpu();
+        let to_tars = run(
+            "mirror to tars",
+            &mut mirror(
+                ["-c", sized.to_str().unwrap()],
+                format!("file://{}", tars.display()),
+                round,
+            ),
+        );
+        report(
+            &format!("mirror to disk as tars (archiveSize {archive_gib:.3} GiB)"),
+            &to_tars,
+            cp_rate,
+            before,
+        );
+        if let Some(line) = to_tars.stdout.lines().find(|l| l.starts_with("archive ")) {
+            println!("    {line}");
+        }
+        // Carried to a directory of its own, as to another site: extracted there.
+        let carried = work.path().join(format!("carried{round}"));
+        std::fs::create_dir_all(&carried).unwrap();
+        for entry in std::fs::read_dir(&tars).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_some_and(|e| e == "tar") {
+                std::fs::rename(&path, carried.join(path.file_name().unwrap())).unwrap();
+            }
+        }
+        let from = format!("file://{}", carried.display());
+        let before = registries_cpu();
+        let from_tars = run(
+            "tars to registry",
+            &mut mirror(
+                ["--from", &from],
+                format!("docker://{}/tars{round}", target.addr),
+                round,
+            ),
+        );
+        report(
+            "tars to registry (extract, push)",
+            &from_tars,
+            cp_rate,
+            before,
+        );
+        for dir in [copy, disk, tars, carried] {
             std::fs::remove_dir_all(dir).unwrap();
         }
     }

@@ -2,8 +2,9 @@
 # Runs the whole test suite: installs what the tests need when it is missing (a real OCI
 # registry, htpasswd and openssl for the image tests, rsvg-convert for the SVG pictures,
 # Prometheus and promtool for the metrics tests, etcd for the control-plane tests,
-# kubernetes-validate for the deploy/ files, podman and runc to run the catalog image as a
-# cluster would, iproute2 for the OLM end-to-end test's private network),
+# kubernetes-validate for the deploy/ files, graphql-core as a GraphQL client, podman and runc
+# to run the catalog image as a cluster would, iproute2 for the OLM end-to-end test's private
+# network),
 # builds once, and runs every test in parallel with cargo-nextest (plain `cargo test` where
 # nextest is absent), after a short run of every fuzz target (scripts/fuzz-smoke.sh). Extra
 # arguments go to the test runner.
@@ -39,6 +40,13 @@ fi
 if ! command -v kubernetes-validate >/dev/null; then
   echo "installing test dependency: kubernetes-validate (PyPI)"
   python3 -m pip install -q kubernetes-validate
+fi
+
+# A standard GraphQL client for tests/it/catalogd_graphql.rs (builds its schema from our
+# introspection answer and validates queries against it).
+if ! python3 -c 'import graphql' 2>/dev/null; then
+  echo "installing test dependency: graphql-core (PyPI)"
+  python3 -m pip install -q graphql-core
 fi
 
 # First, so that the test runner's summary is the last thing printed.

@@ -3,6 +3,7 @@
 mod add;
 mod alpha;
 mod build;
+mod catalogd;
 mod diff;
 mod generate;
 mod images;
@@ -75,6 +76,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     Serve(Box<serve::ServeArgs>),
+    Catalogd(Box<catalogd::CatalogdArgs>),
     Validate(validate::ValidateArgs),
     Init(init::InitArgs),
     Render(render::RenderArgs),
@@ -138,6 +140,7 @@ fn run(cli: Cli) -> i32 {
     }
     match cli.command {
         Command::Serve(args) => serve::run(*args, cli.use_http, cli.skip_tls_verify),
+        Command::Catalogd(args) => catalogd::run(*args, cli.use_http, cli.skip_tls_verify),
         Command::Build(args) => build::run(args, cli.use_http, cli.skip_tls_verify),
         Command::Add(args) => add::run(args, cli.use_http, cli.skip_tls_verify),
         Command::Validate(args) => validate::run(args),

@@ -17,13 +17,18 @@ use tracing::{error, warn};
 /// which is pulled and unpacked first. The resolution service
 /// (olmregistry.resolution.v1.Resolution) is served beside api.Registry.
 ///
+/// With --http-addr, more catalogs can be served over the catalogd HTTP API beside it
+/// (--catalog NAME=REF, repeated); SOURCE may then be left out, and the gRPC API serves the
+/// first of them.
+///
 /// The port is bound at once; health reports NOT_SERVING until the catalog is loaded, then
 /// SERVING. SIGTERM/SIGINT stop gracefully. The catalog is indexed into SQLite; with
 /// --cache-dir the index is kept and reused while the catalog is unchanged.
 #[derive(Args)]
 pub struct ServeArgs {
     /// The FBC root directory (e.g. /configs), or a catalog image reference.
-    source_path: PathBuf,
+    #[arg(required_unless_present = "catalog")]
+    source_path: Option<PathBuf>,
     /// Port to listen on (all interfaces), or HOST:PORT to listen on one address; port 0 picks a free one.
     #[arg(short, long, default_value = "50051")]
     port: String,
@@ -72,7 +77,7 @@ pub struct ServeArgs {
 #[derive(Args)]
 #[command(next_help_heading = "OLM v1 catalog HTTP API")]
 struct CatalogdArgs {
-    /// Serve the catalogd API (/catalogs/NAME/api/v1/all and /metas) on this HOST:PORT (or
+    /// Serve the catalogd API (/catalogs/NAME/api/v1/all, /metas and /graphql) on this HOST:PORT (or
     /// port, on all interfaces). Off when not given. The index then also holds the API's
     /// content (about 2-3x its size); give it with --cache-only too when prebuilding a cache
     /// for a server that will serve HTTP, or that server rebuilds the cache at start.
@@ -82,10 +87,28 @@ struct CatalogdArgs {
     /// catalog directory's name, lower-cased; it must be a DNS-1123 subdomain.
     #[arg(long, value_name = "NAME")]
     catalog_name: Option<String>,
+    /// Serve another catalog over the HTTP API only, as NAME (a DNS-1123 subdomain): REF is
+    /// an FBC directory or a catalog image, as SOURCE. Repeat for more; each is indexed on its
+    /// own (with --cache-dir, into DIR/catalogs/NAME) and answers 503 until it is loaded.
+    #[arg(long, value_name = "NAME=REF", requires = "http_addr")]
+    catalog: Vec<String>,
+    #[command(flatten)]
+    http: HttpListenArgs,
+}
+
+/// How the catalogd HTTP API is served (by `serve --http-addr` and by `catalogd`).
+#[derive(Args)]
+pub(super) struct HttpListenArgs {
     /// Do not serve /api/v1/metas (served by default; catalogd keeps it behind an alpha gate).
     #[arg(long)]
     http_disable_metas: bool,
-    /// Serve HTTPS with this PEM certificate chain (with --tls-key-file).
+    /// Do not serve POST /api/v1/graphql, the GraphQL query endpoint (served by default;
+    /// catalogd keeps it behind its alpha GraphQLCatalogQueries gate). Each catalog's GraphQL
+    /// schema is derived from its documents at the first query.
+    #[arg(long)]
+    http_disable_graphql: bool,
+    /// Serve HTTPS with this PEM certificate chain (with --tls-key-file); it is read again
+    /// when the files change.
     #[arg(long, value_name = "FILE", requires = "http_addr")]
     tls_cert_file: Option<PathBuf>,
     /// The PEM private key of --tls-cert-file.
@@ -96,12 +119,8 @@ struct CatalogdArgs {
     http_max_connections: usize,
 }
 
-impl CatalogdArgs {
-    /// How to serve the API, when asked to, for a catalog read from `source`.
-    fn options(&self, source: &Path) -> Result<Option<HttpOptions>, String> {
-        if self.http_addr.is_none() {
-            return Ok(None);
-        }
+impl HttpListenArgs {
+    pub(super) fn options(&self) -> Result<HttpOptions, String> {
         let tls = match (&self.tls_cert_file, &self.tls_key_file) {
             (Some(_), None) | (None, Some(_)) => {
                 return Err("--tls-cert-file and --tls-key-file must be used together".into());
@@ -109,6 +128,31 @@ impl CatalogdArgs {
             (Some(cert), Some(key)) => Some(TlsConfig::load(cert, key).map_err(|e| e.to_string())?),
             (None, None) => None,
         };
+        Ok(HttpOptions {
+            metas: !self.http_disable_metas,
+            graphql: !self.http_disable_graphql,
+            max_connections: self.http_max_connections.max(1),
+            tls,
+        })
+    }
+
+    /// True when HTTPS is served.
+    pub(super) fn tls(&self) -> bool {
+        self.tls_cert_file.is_some()
+    }
+}
+
+impl CatalogdArgs {
+    /// How to serve the API, when asked to.
+    fn options(&self) -> Result<Option<HttpOptions>, String> {
+        self.http_addr
+            .as_ref()
+            .map(|_| self.http.options())
+            .transpose()
+    }
+
+    /// The name of SOURCE's catalog in the URLs.
+    fn own_name(&self, source: &Path) -> Result<String, String> {
         let (name, from) = match &self.catalog_name {
             Some(name) => (name.clone(), "--catalog-name".to_owned()),
             None => (
@@ -116,25 +160,39 @@ impl CatalogdArgs {
                 format!("the name of {:?}", source.display().to_string()),
             ),
         };
-        let problems = server::http::dns1123_problems(&name);
-        if !problems.is_empty() {
-            let hint = if self.catalog_name.is_none() {
-                "; pass --catalog-name"
-            } else {
-                ""
-            };
-            return Err(format!(
-                "invalid catalog name {name:?} (from {from}): {}{hint}",
-                problems.join("; ")
-            ));
-        }
-        Ok(Some(HttpOptions {
-            catalog_name: name,
-            metas: !self.http_disable_metas,
-            max_connections: self.http_max_connections.max(1),
-            tls,
-        }))
+        let hint = if self.catalog_name.is_none() {
+            "; pass --catalog-name"
+        } else {
+            ""
+        };
+        checked_name(name, &from, hint)
     }
+
+    /// The --catalog flags as names and references, in order; names checked and unique.
+    fn named(&self) -> Result<Vec<(String, PathBuf)>, String> {
+        let mut named: Vec<(String, PathBuf)> = Vec::new();
+        for given in &self.catalog {
+            let (name, reference) = given
+                .split_once('=')
+                .filter(|(_, r)| !r.is_empty())
+                .ok_or_else(|| format!("invalid --catalog {given:?}: expected NAME=REF"))?;
+            let name = checked_name(name.to_owned(), &format!("--catalog {given:?}"), "")?;
+            named.push((name, PathBuf::from(reference)));
+        }
+        Ok(named)
+    }
+}
+
+/// `name` when it is a DNS-1123 subdomain, else an error saying where it came from.
+fn checked_name(name: String, from: &str, hint: &str) -> Result<String, String> {
+    let problems = server::http::dns1123_problems(&name);
+    if problems.is_empty() {
+        return Ok(name);
+    }
+    Err(format!(
+        "invalid catalog name {name:?} (from {from}): {}{hint}",
+        problems.join("; ")
+    ))
 }
 
 /// A catalog directory's name, or an image reference's repository name (its last path
@@ -253,7 +311,7 @@ pub(super) fn parse_size(s: &str) -> Result<u64, String> {
     n.checked_mul(1 << shift).ok_or_else(invalid)
 }
 
-fn parse_duration(s: &str) -> Result<Duration, String> {
+pub(super) fn parse_duration(s: &str) -> Result<Duration, String> {
     let (number, unit) = s.split_at(s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len()));
     let n: u64 = number
         .parse()
@@ -331,12 +389,39 @@ fn serve(args: &ServeArgs, use_http: bool, skip_tls_verify: bool) -> Result<(), 
 impl ServeArgs {
     /// What the server is asked to do.
     fn config(&self, use_http: bool, skip_tls_verify: bool) -> Result<ServeConfig, String> {
-        let catalog = self.catalog_source(use_http, skip_tls_verify)?;
-        let catalogd = self
-            .catalogd
-            .options(&self.source_path)?
-            .zip(self.catalogd.http_addr.clone())
-            .map(|(options, addr)| CatalogdListen { addr, options });
+        let source = |path: &Path| self.catalog_source(path, use_http, skip_tls_verify);
+        let mut named = self.catalogd.named()?.into_iter();
+        // The gRPC API serves SOURCE, or (without one) the first --catalog.
+        let (own_name, catalog) = match &self.source_path {
+            Some(path) => (
+                self.catalogd
+                    .http_addr
+                    .as_ref()
+                    .map(|_| self.catalogd.own_name(path))
+                    .transpose()?,
+                source(path)?,
+            ),
+            None => {
+                let (name, path) = named.next().ok_or("no catalog to serve: give SOURCE")?;
+                (Some(name), source(&path)?)
+            }
+        };
+        let mut more: Vec<(String, CatalogSource)> = Vec::new();
+        for (name, path) in named {
+            if own_name.as_ref() == Some(&name) || more.iter().any(|(n, _)| *n == name) {
+                return Err(format!("catalog name {name:?} is given twice"));
+            }
+            more.push((name, source(&path)?));
+        }
+        let catalogd = match (self.catalogd.options()?, &self.catalogd.http_addr, own_name) {
+            (Some(options), Some(addr), Some(name)) => Some(CatalogdListen {
+                addr: addr.clone(),
+                name,
+                options,
+                more,
+            }),
+            _ => None,
+        };
         Ok(ServeConfig {
             catalog,
             cache: CacheConfig {
@@ -355,15 +440,15 @@ impl ServeArgs {
         })
     }
 
-    /// What SOURCE names: an existing directory, or (when nothing exists there) an image.
+    /// What `path` names: an existing directory, or (when nothing exists there) an image.
     fn catalog_source(
         &self,
+        path: &Path,
         use_http: bool,
         skip_tls_verify: bool,
     ) -> Result<CatalogSource, String> {
-        let path = &self.source_path;
         if path.is_dir() {
-            Ok(CatalogSource::Dir(path.clone()))
+            Ok(CatalogSource::Dir(path.to_owned()))
         } else if path.exists() {
             Err(format!(
                 "{:?} is not a directory",

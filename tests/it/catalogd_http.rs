@@ -8,6 +8,10 @@ use reqwest::header::{self, HeaderMap};
 use reqwest::{Method, StatusCode};
 use std::io::{Read, Write};
 use std::path::Path;
+use std::time::Duration;
+
+/// How long a catalog may take to be served (a bound, not a sleep).
+const PATIENCE: Duration = Duration::from_secs(60);
 
 /// The spec's `tiny` catalog as catalogd stores it (§11), F1…F8.
 const F: [&str; 8] = [
@@ -21,7 +25,7 @@ const F: [&str; 8] = [
     "{\"image\":\"quay.io/example/beta-op-bundle:v0.1.0\",\"name\":\"beta-op.v0.1.0\",\"package\":\"beta-op\",\"properties\":[{\"type\":\"olm.package\",\"value\":{\"packageName\":\"beta-op\",\"version\":\"0.1.0\"}}],\"schema\":\"olm.bundle\"}\n",
 ];
 
-fn lines(which: &[usize]) -> String {
+pub(crate) fn lines(which: &[usize]) -> String {
     which.iter().map(|i| F[i - 1]).collect()
 }
 
@@ -602,6 +606,107 @@ async fn unavailable_while_loading() {
     );
     server.signal("TERM");
     assert!(server.wait().await.success());
+}
+
+/// Several catalogs in one process (`serve --catalog NAME=REF …`, no SOURCE): each under its
+/// own name from its own index, one still loading answers 503 while the others serve, and the
+/// gRPC API serves the first.
+#[tokio::test]
+async fn several_catalogs_in_one_process() {
+    let dir = tempfile::tempdir().unwrap();
+    let beta = dir.path().join("beta");
+    common::write(&beta.join("catalog.json"), &lines(&[6, 7, 8]));
+    let host = common::silent_registry();
+    let tiny = fixture("catalogd/tiny");
+    let catalogs = [
+        format!("tiny={}", tiny.display()),
+        format!("beta={}", beta.display()),
+        format!("stuck={host}/catalogs/stuck:v1"),
+        format!("twin={}", tiny.display()),
+    ];
+    let mut flags = vec!["--http-addr", "127.0.0.1:0", "--insecure-registry", &host];
+    for c in &catalogs {
+        flags.extend(["--catalog", c]);
+    }
+    flags.extend(["--shutdown-grace", "1s"]);
+    let mut server = Server::start_without_source(&flags);
+    server
+        .wait_for_status(tonic_health::pb::health_check_response::ServingStatus::Serving)
+        .await;
+    let base = api_base(&server).await;
+    let all = |name: &str| format!("{base}/catalogs/{name}/api/v1/all");
+    for (name, want) in [
+        ("tiny", lines(&[1, 2, 3, 4, 5, 6, 7, 8])),
+        ("beta", lines(&[6, 7, 8])),
+        ("twin", lines(&[1, 2, 3, 4, 5, 6, 7, 8])),
+    ] {
+        let a = common::kube::eventually(&format!("{name} served"), PATIENCE, || async {
+            let a = get(&all(name), &[("Accept-Encoding", "gzip")]).await;
+            (a.status == StatusCode::OK).then_some(a)
+        })
+        .await;
+        assert_eq!(a.decoded(), want, "{name}");
+    }
+    let metas = get(
+        &format!("{base}/catalogs/beta/api/v1/metas?schema=olm.package"),
+        &[],
+    )
+    .await;
+    assert_eq!(metas.text(), lines(&[6]));
+    assert_error(
+        &get(&all("stuck"), &[]).await,
+        StatusCode::SERVICE_UNAVAILABLE,
+        "503 Service Unavailable: catalog \"stuck\" is still loading\n",
+    );
+    assert_error(
+        &get(&all("missing"), &[]).await,
+        StatusCode::NOT_FOUND,
+        "404 Not Found\n",
+    );
+    let mut client = server.client().await;
+    assert_eq!(
+        common::package_names(&mut client).await,
+        ["alpha-op", "beta-op"]
+    );
+    server.signal("TERM");
+    assert!(server.wait().await.success());
+}
+
+/// `--catalog` flags that cannot be served are refused before anything starts, naming the flag.
+#[test]
+fn catalog_flags_are_checked() {
+    let tiny = fixture("catalogd/tiny");
+    let tiny = tiny.to_str().unwrap();
+    for (args, message) in [
+        (
+            vec!["--catalog", "Tiny=/x", "--http-addr", "127.0.0.1:0"],
+            "invalid catalog name \"Tiny\" (from --catalog \"Tiny=/x\"): a lowercase RFC 1123 subdomain",
+        ),
+        (
+            vec!["--catalog", "tiny", "--http-addr", "127.0.0.1:0"],
+            "invalid --catalog \"tiny\": expected NAME=REF",
+        ),
+        (
+            vec![
+                tiny,
+                "--catalog",
+                &format!("tiny={tiny}"),
+                "--http-addr",
+                "127.0.0.1:0",
+            ],
+            "catalog name \"tiny\" is given twice",
+        ),
+        (
+            vec!["--catalog", &format!("tiny={tiny}")],
+            "the following required arguments were not provided:\n  --http-addr <HOST:PORT>",
+        ),
+    ] {
+        let mut all = vec!["serve", "-t", "/dev/null"];
+        all.extend(args.iter().copied());
+        let (code, _, stderr) = common::run(&all);
+        assert_ne!(code, 0, "{all:?}");
+        assert!(stderr.contains(message), "{all:?}: {stderr}");
+    }
 }
 
 /// SIGTERM while a client is downloading a large `/all` slowly: the download completes, new

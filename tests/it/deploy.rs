@@ -49,6 +49,7 @@ fn validate(files: &[PathBuf]) -> (bool, Vec<String>) {
 fn deployment_files_validate_against_the_kubernetes_schemas() {
     // Named from deploy/, as the checker's lines name them.
     let files = [
+        "catalogd.yaml",
         "catalogsource.yaml",
         "deployment.yaml",
         "servicemonitor.yaml",
@@ -82,6 +83,18 @@ fn deployment_files_validate_against_the_kubernetes_schemas() {
             "monitoring.coreos.com/v1",
         ),
     ];
+    want.extend(
+        [
+            "serviceaccount/olm-registry-catalogd",
+            "clusterrole/olm-registry-catalogd",
+            "clusterrolebinding/olm-registry-catalogd",
+            "role/olm-registry-catalogd-leader-election",
+            "rolebinding/olm-registry-catalogd-leader-election",
+            "deployment/olm-registry-catalogd",
+            "service/catalogd-service",
+        ]
+        .map(|r| format!("INFO catalogd.yaml passed for resource {r} against version 1.29")),
+    );
     want.sort();
     assert_eq!((ok, lines), (true, want));
 }
@@ -181,6 +194,141 @@ fn ports_names_labels_and_command_line_agree() {
     assert_eq!(served["spec"]["address"].as_str(), Some(address.as_str()));
 }
 
+/// deploy/catalogd.yaml runs `catalogd` as the upstream install does: its command line parses,
+/// the Service answers on 443 what the container serves, `urls.base` names that Service, the
+/// certificate files are in the mounted Secret the Service's annotation fills, and the roles
+/// bound to the pod's service account grant every call the controller makes.
+#[test]
+fn catalogd_manifests_agree_with_the_controller() {
+    let docs = documents("catalogd.yaml");
+    let find = |kind: &str| {
+        docs.iter()
+            .find(|d| d["kind"].as_str() == Some(kind))
+            .unwrap_or_else(|| panic!("no {kind} in catalogd.yaml"))
+    };
+    let text = |v: &Value| v.as_str().unwrap().to_owned();
+    let (deployment, service) = (find("Deployment"), find("Service"));
+    let namespace = text(&deployment["metadata"]["namespace"]);
+    let pod = &deployment["spec"]["template"];
+    let container = &pod["spec"]["containers"][0];
+    let args: Vec<&str> = container["args"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap())
+        .collect();
+    assert_eq!(args[0], "catalogd");
+    let mut with_help = args.clone();
+    with_help.push("--help");
+    let (code, _, stderr) = crate::common::run(&with_help);
+    assert_eq!((code, stderr), (0, String::new()));
+    let flag = |name: &str| {
+        args.iter()
+            .find_map(|a| a.strip_prefix(&format!("--{name}=")))
+            .unwrap_or_else(|| panic!("no --{name}"))
+            .to_owned()
+    };
+
+    let port = &container["ports"][0];
+    assert_eq!(
+        flag("http-addr"),
+        port["containerPort"].as_u64().unwrap().to_string()
+    );
+    let service_port = &service["spec"]["ports"][0];
+    assert_eq!(service_port["port"].as_u64(), Some(443));
+    assert_eq!(service_port["targetPort"], port["name"]);
+    assert_eq!(service["spec"]["selector"], pod["metadata"]["labels"]);
+    assert_eq!(
+        deployment["spec"]["selector"]["matchLabels"],
+        pod["metadata"]["labels"]
+    );
+    assert_eq!(
+        flag("base-url"),
+        format!(
+            "https://{}.{namespace}.svc",
+            text(&service["metadata"]["name"])
+        )
+    );
+    assert_eq!(text(&service["metadata"]["namespace"]), namespace);
+
+    let mount = container["volumeMounts"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"].as_str() == Some("certs"))
+        .unwrap();
+    let dir = text(&mount["mountPath"]);
+    assert_eq!(flag("tls-cert-file"), format!("{dir}/tls.crt"));
+    assert_eq!(flag("tls-key-file"), format!("{dir}/tls.key"));
+    let secret = pod["spec"]["volumes"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .find(|v| v["name"].as_str() == Some("certs"))
+        .unwrap();
+    assert_eq!(
+        secret["secret"]["secretName"],
+        service["metadata"]["annotations"]["service.beta.openshift.io/serving-cert-secret-name"]
+    );
+
+    let account = text(&find("ServiceAccount")["metadata"]["name"]);
+    assert_eq!(text(&pod["spec"]["serviceAccountName"]), account);
+    let lease_namespace = container["env"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .find(|e| e["name"].as_str() == Some("POD_NAMESPACE"))
+        .unwrap();
+    assert_eq!(
+        lease_namespace["valueFrom"]["fieldRef"]["fieldPath"].as_str(),
+        Some("metadata.namespace")
+    );
+    for (binding, role) in [
+        ("ClusterRoleBinding", "ClusterRole"),
+        ("RoleBinding", "Role"),
+    ] {
+        let binding = find(binding);
+        assert_eq!(binding["roleRef"]["name"], find(role)["metadata"]["name"]);
+        assert_eq!(text(&binding["subjects"][0]["name"]), account);
+        assert_eq!(text(&binding["subjects"][0]["namespace"]), namespace);
+    }
+    assert_eq!(text(&find("Role")["metadata"]["namespace"]), namespace);
+    let allows = |role: &Value, group: &str, resource: &str, verb: &str| {
+        let has = |rule: &Value, key: &str, want: &str| {
+            rule[key]
+                .as_sequence()
+                .is_some_and(|all| all.iter().any(|v| v.as_str() == Some(want)))
+        };
+        role["rules"].as_sequence().unwrap().iter().any(|rule| {
+            has(rule, "apiGroups", group)
+                && has(rule, "resources", resource)
+                && has(rule, "verbs", verb)
+        })
+    };
+    // The calls of crates/catalogd: list and watch ClusterCatalogs, merge-patch their
+    // finalizers (which the OwnerReferencesPermissionEnforcement admission checks as an update
+    // of clustercatalogs/finalizers) and their status; get, create and update the Lease.
+    let catalogs = find("ClusterRole");
+    for (resource, verb) in [
+        ("clustercatalogs", "list"),
+        ("clustercatalogs", "watch"),
+        ("clustercatalogs", "patch"),
+        ("clustercatalogs/finalizers", "update"),
+        ("clustercatalogs/status", "patch"),
+    ] {
+        assert!(
+            allows(catalogs, "olm.operatorframework.io", resource, verb),
+            "{resource} {verb}"
+        );
+    }
+    for verb in ["get", "create", "update"] {
+        assert!(
+            allows(find("Role"), "coordination.k8s.io", "leases", verb),
+            "{verb}"
+        );
+    }
+}
+
 /// Every document of every file in `deploy/` is created in a real kube-apiserver (with the CRDs
 /// it needs: OLM's CatalogSource, the Prometheus Operator's ServiceMonitor from a real bundle)
 /// with strict field validation, and read back holding every field the file gives, unchanged:
@@ -204,11 +352,13 @@ async fn deploy_files_are_accepted_by_a_real_api_server() {
     .unwrap();
     cp.apply_crds(monitoring.path());
     let kube = Kube(cp.client().await);
-    kube.create(
-        "/api/v1/namespaces",
-        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "olm"}}),
-    )
-    .await;
+    for namespace in ["olm", "olmv1-system"] {
+        kube.create(
+            "/api/v1/namespaces",
+            json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}),
+        )
+        .await;
+    }
     let mut files: Vec<PathBuf> = std::fs::read_dir(deploy(""))
         .unwrap()
         .map(|e| e.unwrap().path())
@@ -234,23 +384,32 @@ async fn deploy_files_are_accepted_by_a_real_api_server() {
             created += 1;
         }
     }
-    // deployment.yaml (Deployment, Service), catalogsource.yaml (two), servicemonitor.yaml.
-    assert_eq!(created, 5);
+    // catalogd.yaml (seven), deployment.yaml (Deployment, Service), catalogsource.yaml (two),
+    // servicemonitor.yaml.
+    assert_eq!(created, 12);
 }
 
 /// The REST collection an object of deploy/ is created in.
 fn collection_path(doc: &serde_json::Value) -> String {
-    let ns = doc["metadata"]["namespace"].as_str().expect("a namespace");
     let plural = match doc["kind"].as_str().unwrap() {
         "Deployment" => "deployments",
         "Service" => "services",
+        "ServiceAccount" => "serviceaccounts",
         "CatalogSource" => "catalogsources",
         "ServiceMonitor" => "servicemonitors",
+        "ClusterRole" => "clusterroles",
+        "ClusterRoleBinding" => "clusterrolebindings",
+        "Role" => "roles",
+        "RoleBinding" => "rolebindings",
         other => panic!("deploy/ has a {other}: add its plural here"),
     };
+    let scope = match doc["metadata"]["namespace"].as_str() {
+        Some(ns) => format!("namespaces/{ns}/"),
+        None => String::new(),
+    };
     match doc["apiVersion"].as_str().unwrap() {
-        "v1" => format!("/api/v1/namespaces/{ns}/{plural}"),
-        group_version => format!("/apis/{group_version}/namespaces/{ns}/{plural}"),
+        "v1" => format!("/api/v1/{scope}{plural}"),
+        group_version => format!("/apis/{group_version}/{scope}{plural}"),
     }
 }
 

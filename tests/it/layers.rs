@@ -22,6 +22,12 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("store", &["api", "catalog", "unfinished"]),
     ("resolve", &["catalog"]),
     ("cluster", &["bundle"]),
+    // catalogd's controller: ClusterCatalogs (through `cluster`'s client configuration) to
+    // images pulled and indexed (`server`'s loader) and served (`server`'s catalogd API).
+    (
+        "catalogd",
+        &["catalog", "cluster", "image", "server", "unfinished"],
+    ),
     ("author", &["catalog", "source"]),
     ("mirror", &["catalog", "image", "source", "unfinished"]),
     (
@@ -43,6 +49,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "author",
             "bundle",
             "catalog",
+            "catalogd",
             "cluster",
             "image",
             "mirror",

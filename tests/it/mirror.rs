@@ -11,6 +11,8 @@ use registry::TestRegistry;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+mod archive;
+
 /// Pushed images by the name the catalog and the configuration use, with their digests.
 struct Source {
     /// The registry as image references name it (the registry itself, or a proxy before it).
@@ -21,7 +23,7 @@ struct Source {
     _work: tempfile::TempDir,
 }
 
-fn client(insecure: &[&str], cache: &Path) -> Registry {
+pub(crate) fn client(insecure: &[&str], cache: &Path) -> Registry {
     Registry::new(&ClientOptions {
         insecure_registries: insecure.iter().map(|s| s.to_string()).collect(),
         cache_dir: cache.to_owned(),
@@ -31,7 +33,7 @@ fn client(insecure: &[&str], cache: &Path) -> Registry {
 }
 
 /// An image whose one layer holds `files` (name, bytes).
-fn image_of(files: &[(&str, Vec<u8>)]) -> BuiltImage {
+pub(crate) fn image_of(files: &[(&str, Vec<u8>)]) -> BuiltImage {
     let dir = tempfile::tempdir().unwrap();
     for (name, data) in files {
         std::fs::write(dir.path().join(name), data).unwrap();
@@ -40,7 +42,7 @@ fn image_of(files: &[(&str, Vec<u8>)]) -> BuiltImage {
 }
 
 /// Incompressible bytes (xorshift), so that the gzip layer stays as big.
-fn noise(len: usize, mut seed: u64) -> Vec<u8> {
+pub(crate) fn noise(len: usize, mut seed: u64) -> Vec<u8> {
     (0..len)
         .map(|_| {
             seed ^= seed << 13;
@@ -220,13 +222,13 @@ fn mirror_command(args: &[&str], insecure: &[&str], work: &Path) -> Vec<String> 
 }
 
 /// Runs `mirror` with these arguments plus the registries, cache and workspace flags.
-fn mirror(args: &[&str], insecure: &[&str], work: &Path) -> (i32, String, String) {
+pub(crate) fn mirror(args: &[&str], insecure: &[&str], work: &Path) -> (i32, String, String) {
     let all = mirror_command(args, insecure, work);
     run(&all.iter().map(String::as_str).collect::<Vec<_>>())
 }
 
 /// The counts of the summary line: (images, copied, reused, mounted).
-fn counts(stdout: &str) -> (usize, usize, usize, usize) {
+pub(crate) fn counts(stdout: &str) -> (usize, usize, usize, usize) {
     let line = stdout
         .lines()
         .find(|l| l.starts_with("mirrored "))

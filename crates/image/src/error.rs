@@ -1,7 +1,7 @@
 //! What went wrong with an image, by the kind a caller acts on: retry it, ask for
 //! credentials, report the registry as down, or refuse the content. The message is the one
 //! line the user reads; callers branch on [`ErrorKind`], never on the words.
-use oci_client::errors::OciDistributionError;
+use oci_client::errors::{OciDistributionError, OciEnvelope};
 use std::time::Duration;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -65,6 +65,22 @@ impl Error {
 
     /// A registry client's error, worded by `describe`, prefixed with `what`.
     pub(super) fn from_oci(what: &str, e: &OciDistributionError) -> Error {
+        // oci-client hands some refusals (a manifest PUT's 400) over as a status and a raw
+        // body: read the registry's error codes out of it like those of any other refusal.
+        let enveloped = match e {
+            OciDistributionError::ServerError { code, url, message }
+                if (400..500).contains(code) =>
+            {
+                serde_json::from_str::<OciEnvelope>(message)
+                    .ok()
+                    .map(|envelope| OciDistributionError::RegistryError {
+                        envelope,
+                        url: url.clone(),
+                    })
+            }
+            _ => None,
+        };
+        let e = enveloped.as_ref().unwrap_or(e);
         Error::new(
             kind_of(e),
             format!("{what}: {}", super::registry::describe(e)),

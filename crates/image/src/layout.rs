@@ -65,7 +65,7 @@ pub fn digest_of(data: &[u8]) -> String {
 
 /// A temporary file in `dir` with the mode of any other file we create (0666 less the umask;
 /// tempfile's default is 0600).
-fn temp_file(dir: &Path) -> Result<tempfile::NamedTempFile, Error> {
+pub fn temp_file(dir: &Path) -> Result<tempfile::NamedTempFile, Error> {
     let mut builder = tempfile::Builder::new();
     #[cfg(unix)]
     builder.permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666));
@@ -73,7 +73,7 @@ fn temp_file(dir: &Path) -> Result<tempfile::NamedTempFile, Error> {
 }
 
 /// Flushes a directory's entries (new names, renames) to the disk.
-fn sync_dir(dir: &Path) -> Result<(), Error> {
+pub fn sync_dir(dir: &Path) -> Result<(), Error> {
     fs::File::open(dir)
         .and_then(|d| d.sync_all())
         .map_err(|e| io_err(dir, e))
@@ -81,7 +81,7 @@ fn sync_dir(dir: &Path) -> Result<(), Error> {
 
 /// Flushes a finished temporary file and renames it to `path`; the name never points at
 /// bytes the disk may not have.
-fn persist(tmp: tempfile::NamedTempFile, path: &Path) -> Result<fs::File, Error> {
+pub fn persist(tmp: tempfile::NamedTempFile, path: &Path) -> Result<fs::File, Error> {
     tmp.as_file()
         .sync_all()
         .map_err(|e| io_err(tmp.path(), e))?;
@@ -250,7 +250,7 @@ impl Layout {
     }
 
     /// Writes a blob from a stream, verifying it against `digest` before it becomes visible.
-    pub(crate) fn ingest_blob(&self, digest: &str, mut data: impl Read) -> Result<PathBuf, Error> {
+    pub fn ingest_blob(&self, digest: &str, mut data: impl Read) -> Result<PathBuf, Error> {
         let mut tmp = self.temp_blob()?;
         let mut hasher = Sha256::new();
         let mut buf = vec![0u8; 256 << 10];
@@ -317,7 +317,8 @@ impl Layout {
         Ok(data)
     }
 
-    fn index(&self) -> Result<Value, Error> {
+    /// The layout's index.json.
+    pub fn index(&self) -> Result<Value, Error> {
         let path = self.root.join("index.json");
         let text = read_capped(&path, MAX_INDEX_BYTES)?;
         serde_json::from_slice(&text)
@@ -325,12 +326,13 @@ impl Layout {
     }
 
     /// Replaces index.json once every blob it may name is on the disk.
-    fn write_index(&self, index: &Value) -> Result<(), Error> {
+    pub fn write_index(&self, index: &Value) -> Result<(), Error> {
         sync_dir(&self.root.join("blobs/sha256"))?;
         replace_file(&self.root.join("index.json"), index.to_string().as_bytes())
     }
 
-    /// Stores a manifest and lists it in index.json under `tag` (replacing that tag).
+    /// Stores a manifest and lists it in index.json under `tag` (replacing that tag), or
+    /// untagged (once).
     pub fn add_manifest(
         &self,
         manifest: &[u8],
@@ -348,9 +350,11 @@ impl Layout {
         let manifests = index["manifests"]
             .as_array_mut()
             .ok_or_else(|| Error::invalid("index.json has no manifests list".to_owned()))?;
-        if let Some(tag) = tag {
-            manifests.retain(|m| m["annotations"][REF_NAME].as_str() != Some(tag));
-        }
+        // One entry per tag; an untagged manifest is listed once.
+        manifests.retain(|m| match tag {
+            Some(tag) => m["annotations"][REF_NAME].as_str() != Some(tag),
+            None => m["digest"] != entry["digest"] || m["annotations"].get(REF_NAME).is_some(),
+        });
         manifests.push(entry);
         self.write_index(&index)?;
         Ok(digest)

@@ -1,4 +1,5 @@
-//! Fetching manifests from registries with their size capped while they arrive.
+//! Fetching manifests from registries with their size capped while they arrive, and
+//! deleting them.
 //!
 //! oci-client reads a manifest response whole before anyone can look at its size, so a
 //! registry could hand us hundreds of MB. These requests are ours: the body is refused as
@@ -13,7 +14,7 @@ use oci_client::errors::{OciDistributionError, OciEnvelope};
 use oci_client::secrets::RegistryAuth;
 use oci_client::{Client, Reference, RegistryOperation};
 use reqwest::StatusCode;
-use reqwest::header::{ACCEPT, RETRY_AFTER};
+use reqwest::header::{ACCEPT, LINK, RETRY_AFTER};
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::Duration;
@@ -94,22 +95,32 @@ impl ManifestFetcher {
         })
     }
 
-    fn url(&self, r: &Reference) -> String {
+    /// `{scheme}://{registry}/v2/{repository}` and the `?ns=` query of the reference.
+    fn base(&self, r: &Reference) -> (String, String) {
         let registry = r.resolve_registry();
         let scheme = if self.use_http || self.insecure.iter().any(|i| i == registry) {
             "http"
         } else {
             "https"
         };
-        let at = r.digest().or(r.tag()).unwrap_or("latest");
         let ns = r
             .namespace()
-            .map(|ns| format!("?ns={ns}"))
+            .map(|ns| format!("ns={ns}"))
             .unwrap_or_default();
-        format!(
-            "{scheme}://{registry}/v2/{}/manifests/{at}{ns}",
-            r.repository()
-        )
+        (format!("{scheme}://{registry}/v2/{}", r.repository()), ns)
+    }
+
+    fn url(&self, r: &Reference, path: &str, query: &str) -> String {
+        let (base, ns) = self.base(r);
+        let query: Vec<&str> = [query, ns.as_str()]
+            .into_iter()
+            .filter(|q| !q.is_empty())
+            .collect();
+        if query.is_empty() {
+            format!("{base}/{path}")
+        } else {
+            format!("{base}/{path}?{}", query.join("&"))
+        }
     }
 
     /// The manifest `r` names, at most [`MAX_MANIFEST_BYTES`]; `what` starts every error
@@ -122,29 +133,119 @@ impl ManifestFetcher {
         accept: &[&str],
         what: &str,
     ) -> Result<Bytes, Error> {
+        let at = r.digest().or(r.tag()).unwrap_or("latest");
+        let url = self.url(r, &format!("manifests/{at}"), "");
+        let mut response = self.get(client, r, auth, &url, accept, what).await?;
+        if !response.status().is_success() {
+            return Err(refused(&mut response, &url, what).await);
+        }
+        read_json(&mut response, what, "manifest").await
+    }
+
+    /// Deletes the manifest `r` names (by digest: distribution deletes no tag alone); the
+    /// tags that named it go with it.
+    pub(super) async fn delete(
+        &self,
+        client: &Client,
+        r: &Reference,
+        auth: &RegistryAuth,
+        what: &str,
+    ) -> Result<(), Error> {
+        let at = r.digest().or(r.tag()).unwrap_or("latest");
+        let url = self.url(r, &format!("manifests/{at}"), "");
+        let how = (reqwest::Method::DELETE, RegistryOperation::Push);
+        let mut response = self.send(client, r, auth, how, &url, &[], what).await?;
+        if !response.status().is_success() {
+            return Err(refused(&mut response, &url, what).await);
+        }
+        Ok(())
+    }
+
+    /// A JSON document of the registry's API below the repository of `r` (`path`, with
+    /// `query`), at most [`MAX_MANIFEST_BYTES`], with the `Link` of its next page when it has
+    /// one; None when the registry answers 404 (no such repository, or no such API).
+    pub(super) async fn fetch_listing(
+        &self,
+        client: &Client,
+        r: &Reference,
+        auth: &RegistryAuth,
+        path: &str,
+        query: &str,
+        what: &str,
+    ) -> Result<Option<(Bytes, Option<String>)>, Error> {
+        let url = self.url(r, path, query);
+        let accept = [
+            oci_client::manifest::OCI_IMAGE_INDEX_MEDIA_TYPE,
+            "application/json",
+        ];
+        let mut response = self.get(client, r, auth, &url, &accept, what).await?;
+        if response.status() == StatusCode::NOT_FOUND {
+            return Ok(None);
+        }
+        if !response.status().is_success() {
+            return Err(refused(&mut response, &url, what).await);
+        }
+        let next = response
+            .headers()
+            .get(LINK)
+            .and_then(|v| v.to_str().ok())
+            .and_then(next_page);
+        Ok(Some((
+            read_json(&mut response, what, "answer").await?,
+            next,
+        )))
+    }
+
+    /// GET `url` (see [`ManifestFetcher::send`]).
+    async fn get(
+        &self,
+        client: &Client,
+        r: &Reference,
+        auth: &RegistryAuth,
+        url: &str,
+        accept: &[&str],
+        what: &str,
+    ) -> Result<reqwest::Response, Error> {
+        let how = (reqwest::Method::GET, RegistryOperation::Pull);
+        self.send(client, r, auth, how, url, accept, what).await
+    }
+
+    /// Sends `how.0` to `url` with what proves who we are: a token that worked for this
+    /// repository, else the credentials; a first 401 is answered with the registry's
+    /// challenge for the access `how.1`. No Accept header when `accept` is empty.
+    #[allow(clippy::too_many_arguments)]
+    async fn send(
+        &self,
+        client: &Client,
+        r: &Reference,
+        auth: &RegistryAuth,
+        how: (reqwest::Method, RegistryOperation),
+        url: &str,
+        accept: &[&str],
+        what: &str,
+    ) -> Result<reqwest::Response, Error> {
+        let (method, operation) = how;
         let oci = |e: OciDistributionError| Error::from_oci(what, &e);
-        let url = self.url(r);
         let key = format!("{}/{}", r.resolve_registry(), r.repository());
         let remembered = self.tokens.lock().ok().and_then(|t| t.get(&key).cloned());
         let mut access = remembered.map_or_else(|| Access::of(auth), Access::Bearer);
         let mut challenged = false;
-        let mut response = loop {
-            let request = self.http.get(&url).header(ACCEPT, accept.join(", "));
+        loop {
+            let mut request = self.http.request(method.clone(), url);
+            if !accept.is_empty() {
+                request = request.header(ACCEPT, accept.join(", "));
+            }
             let response = access
                 .apply(request)
                 .send()
                 .await
                 .map_err(|e| oci(e.into()))?;
             if response.status() != StatusCode::UNAUTHORIZED || challenged {
-                break response;
+                return Ok(response);
             }
             // First refusal: answer the registry's challenge (a token, or the credentials).
             challenged = true;
-            match client
-                .auth(r, auth, RegistryOperation::Pull)
-                .await
-                .map_err(oci)?
-            {
+            match client.auth(r, auth, operation).await.map_err(oci)? {
                 Some(token) => {
                     if let Ok(mut tokens) = self.tokens.lock() {
                         tokens.insert(key.clone(), token.clone());
@@ -153,42 +254,62 @@ impl ManifestFetcher {
                 }
                 None => access = Access::of(auth),
             }
-        };
-        let status = response.status();
-        if !status.is_success() {
-            let retry_after = match status {
-                StatusCode::TOO_MANY_REQUESTS => response
-                    .headers()
-                    .get(RETRY_AFTER)
-                    .and_then(|v| v.to_str().ok())
-                    .and_then(|v| parse_retry_after(v, SystemTime::now())),
-                _ => None,
-            };
-            let body = read_capped(&mut response, MAX_ERROR_BYTES)
-                .await
-                .map_err(|e| oci(e.into()))?
-                .unwrap_or_default();
-            let mut e = oci(registry_error(status, &body, &url));
-            e.retry_after = retry_after;
-            return Err(e);
         }
-        let too_big = || {
-            Error::new(
-                ErrorKind::InvalidContent,
-                format!("{what}: the manifest is larger than {MAX_MANIFEST_BYTES} bytes"),
-            )
-        };
-        if response
-            .content_length()
-            .is_some_and(|n| n > MAX_MANIFEST_BYTES)
-        {
-            return Err(too_big());
-        }
-        read_capped(&mut response, MAX_MANIFEST_BYTES as usize)
-            .await
-            .map_err(|e| oci(e.into()))?
-            .ok_or_else(too_big)
     }
+}
+
+/// A refused request as an error: the registry's words, and how long it asked us to wait.
+async fn refused(response: &mut reqwest::Response, url: &str, what: &str) -> Error {
+    let status = response.status();
+    let retry_after = match status {
+        StatusCode::TOO_MANY_REQUESTS => response
+            .headers()
+            .get(RETRY_AFTER)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| parse_retry_after(v, SystemTime::now())),
+        _ => None,
+    };
+    let body = match read_capped(response, MAX_ERROR_BYTES).await {
+        Ok(body) => body.unwrap_or_default(),
+        Err(e) => return Error::from_oci(what, &e.into()),
+    };
+    let mut e = Error::from_oci(what, &registry_error(status, &body, url));
+    e.retry_after = retry_after;
+    e
+}
+
+/// A manifest or listing body, refused as soon as it passes [`MAX_MANIFEST_BYTES`].
+async fn read_json(
+    response: &mut reqwest::Response,
+    what: &str,
+    noun: &str,
+) -> Result<Bytes, Error> {
+    let too_big = || {
+        Error::new(
+            ErrorKind::InvalidContent,
+            format!("{what}: the {noun} is larger than {MAX_MANIFEST_BYTES} bytes"),
+        )
+    };
+    if response
+        .content_length()
+        .is_some_and(|n| n > MAX_MANIFEST_BYTES)
+    {
+        return Err(too_big());
+    }
+    read_capped(response, MAX_MANIFEST_BYTES as usize)
+        .await
+        .map_err(|e| Error::from_oci(what, &e.into()))?
+        .ok_or_else(too_big)
+}
+
+/// The query of the next page in a `Link: </v2/…?n=…&last=…>; rel="next"` header.
+fn next_page(link: &str) -> Option<String> {
+    link.split(',').find_map(|part| {
+        let (target, params) = part.split_once(';')?;
+        params.contains("rel=\"next\"").then_some(())?;
+        let target = target.trim().strip_prefix('<')?.strip_suffix('>')?;
+        Some(target.split_once('?')?.1.to_owned())
+    })
 }
 
 /// The body, or None as soon as it passes `max` bytes.
@@ -238,8 +359,22 @@ pub(crate) fn parse_retry_after(value: &str, now: SystemTime) -> Option<Duration
 
 #[cfg(test)]
 mod tests {
-    use super::parse_retry_after;
+    use super::{next_page, parse_retry_after};
     use std::time::{Duration, SystemTime};
+
+    #[test]
+    fn the_next_page_is_the_query_of_the_link_marked_next() {
+        assert_eq!(
+            next_page(r#"</v2/ns/op/tags/list?n=100&last=v9>; rel="next""#).as_deref(),
+            Some("n=100&last=v9")
+        );
+        assert_eq!(
+            next_page(r#"<https://r/v2/a?x=1>; rel="prev", </v2/a/tags/list?last=b>; rel="next""#)
+                .as_deref(),
+            Some("last=b")
+        );
+        assert_eq!(next_page(r#"</v2/a/tags/list?last=b>; rel="prev""#), None);
+    }
 
     #[test]
     fn retry_after_is_seconds_or_an_http_date() {

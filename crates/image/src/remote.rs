@@ -22,6 +22,9 @@ pub const MANIFEST_MEDIA_TYPES: [&str; 4] = [
     IMAGE_MANIFEST_LIST_MEDIA_TYPE,
 ];
 
+/// The most pages of tags one repository may answer with.
+const MAX_TAG_PAGES: usize = 1000;
+
 /// Blob bytes as they arrive.
 pub type BlobStream = Pin<Box<dyn Stream<Item = std::io::Result<Bytes>> + Send>>;
 
@@ -99,6 +102,99 @@ impl Registry {
         Ok((body, media_type))
     }
 
+    /// Every tag of the reference's repository, following the registry's pages; empty when
+    /// the repository does not exist.
+    pub async fn list_tags(&self, r: &Reference) -> Result<Vec<String>, Error> {
+        #[derive(serde::Deserialize)]
+        struct Page {
+            #[serde(default)]
+            tags: Option<Vec<String>>,
+        }
+        let what = format!("tags of {}/{}", r.registry(), r.repository());
+        let auth = self.auth(r);
+        let mut tags = Vec::new();
+        let mut query = String::new();
+        // A registry that keeps answering with a next page is cut off, not followed forever.
+        for _ in 0..MAX_TAG_PAGES {
+            let Some((body, next)) = self
+                .manifests
+                .fetch_listing(&self.client, r, &auth, "tags/list", &query, &what)
+                .await?
+            else {
+                return Ok(tags);
+            };
+            let page: Page = serde_json::from_slice(&body)
+                .map_err(|e| Error::new(ErrorKind::InvalidContent, format!("{what}: {e}")))?;
+            tags.extend(page.tags.unwrap_or_default());
+            match next {
+                Some(next) => query = next,
+                None => return Ok(tags),
+            }
+        }
+        Err(Error::new(
+            ErrorKind::InvalidContent,
+            format!("{what}: more than {MAX_TAG_PAGES} pages of tags"),
+        ))
+    }
+
+    /// The OCI referrers of `digest` in the reference's repository, as the registry's
+    /// referrers API lists them (an OCI image index); None when the registry answers 404,
+    /// which a registry without that API does.
+    pub async fn referrers(&self, r: &Reference, digest: &str) -> Result<Option<Bytes>, Error> {
+        let what = format!("referrers of {}/{}@{digest}", r.registry(), r.repository());
+        let auth = self.auth(r);
+        Ok(self
+            .manifests
+            .fetch_listing(
+                &self.client,
+                r,
+                &auth,
+                &format!("referrers/{digest}"),
+                "",
+                &what,
+            )
+            .await?
+            .map(|(body, _)| body))
+    }
+
+    /// A small blob whole (a signature's payload), verified against its digest; refused when
+    /// its descriptor says more than `max` bytes.
+    pub async fn small_blob(
+        &self,
+        r: &Reference,
+        digest: &str,
+        size: u64,
+        max: u64,
+    ) -> Result<Bytes, Error> {
+        let what = format!("blob {digest} of {}/{}", r.registry(), r.repository());
+        if size > max {
+            return Err(Error::new(
+                ErrorKind::InvalidContent,
+                format!("{what}: {size} bytes, more than the {max} allowed here"),
+            ));
+        }
+        let mut stream = self.blob_stream(r, digest, size).await?;
+        let mut body = bytes::BytesMut::new();
+        while let Some(chunk) = stream.next().await {
+            let chunk = chunk.map_err(|e| {
+                let kind = if is_digest_mismatch(&e) {
+                    ErrorKind::InvalidContent
+                } else {
+                    ErrorKind::Unavailable
+                };
+                Error::new(kind, format!("{what}: {e}"))
+            })?;
+            if (body.len() + chunk.len()) as u64 > size {
+                return Err(Error::new(
+                    ErrorKind::InvalidContent,
+                    format!("{what}: more bytes than its descriptor's {size}"),
+                ));
+            }
+            body.extend_from_slice(&chunk);
+        }
+        Ok(body.freeze())
+    }
+
     /// Stores a manifest under the reference's digest or tag.
     pub async fn put_manifest(
         &self,
@@ -118,6 +214,15 @@ impl Registry {
             .await
             .map(drop)
             .map_err(|e| Error::from_oci(&what, &e))
+    }
+
+    /// Deletes the manifest a digest reference names, and every tag that named it. A
+    /// registry that does not allow deletes answers 405 (distribution: `storage.delete`).
+    pub async fn delete_manifest(&self, r: &Reference) -> Result<(), Error> {
+        let what = format!("delete manifest {}", r.whole());
+        self.manifests
+            .delete(&self.client, r, &self.auth(r), &what)
+            .await
     }
 
     /// Obtains push rights for the reference's repository (before the first upload to it).

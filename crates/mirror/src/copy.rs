@@ -9,6 +9,11 @@
 //!   a download into the archive continues where it stopped.
 //! - Manifests go last, children before their index, so an interrupted run leaves no image
 //!   whose blobs are missing, and a rerun copies only what is not there yet.
+//! - A platform filter copies only the kept platforms of an index (see [`crate::platforms`]);
+//!   a destination that refuses the sparse index of an image pulled by digest gets every
+//!   platform of it instead, with a note saying why.
+use crate::config::Platform;
+use crate::platforms;
 use bytes::Bytes;
 use image::layout::{Layout, MAX_MANIFEST_BYTES};
 use image::registry::Backoff;
@@ -69,11 +74,16 @@ pub(crate) struct Job {
     pub(crate) from: Location,
     pub(crate) to: Location,
     pub(crate) digest: String,
-    /// The destination tag (a registry tag, or the layout's ref name).
-    pub(crate) tag: String,
+    /// The destination tag (a registry tag, or the layout's ref name); none for a referrer,
+    /// which is found by its subject.
+    pub(crate) tag: Option<String>,
     /// Copied only when every other job succeeded (catalogs: a cluster must not see a
     /// catalog whose images are missing).
     pub(crate) last: bool,
+    /// The platforms to copy of an index (none: every platform).
+    pub(crate) platforms: Vec<Platform>,
+    /// The image is pulled by this digest: a platform filter must leave its index as it is.
+    pub(crate) keep_digest: bool,
 }
 
 /// What a run did.
@@ -87,6 +97,10 @@ pub(crate) struct Summary {
     pub(crate) elapsed: Duration,
     /// One line per image that was not copied, saying why.
     pub(crate) failures: Vec<String>,
+    /// One line per image copied otherwise than asked, saying why.
+    pub(crate) notes: Vec<String>,
+    /// The new digest of each image (by job name) whose index the platform filter rewrote.
+    pub(crate) rewritten: BTreeMap<String, String>,
 }
 
 impl std::fmt::Display for Summary {
@@ -117,6 +131,15 @@ pub(crate) struct Copier {
 struct Tree {
     manifests: Vec<(String, Bytes, String)>,
     blobs: Vec<(String, u64)>,
+    /// The top index is the original, but some of its manifests are left out.
+    sparse: bool,
+}
+
+/// Why an image's manifests were not stored.
+enum PutError {
+    /// The destination refuses a sparse index.
+    Sparse,
+    Failed(String),
 }
 
 impl Copier {
@@ -129,7 +152,7 @@ impl Copier {
             registry,
             layout,
             parallel: parallel.max(1),
-            progress: progress_bar(),
+            progress: progress_bar("mirroring", 0),
         }
     }
 
@@ -144,17 +167,65 @@ impl Copier {
         let mut summary = Summary::default();
         let mut trees = Vec::new();
         for job in &jobs {
-            match self.tree(job).await {
+            match self.tree(job, &job.platforms).await {
                 Ok(tree) => trees.push((job.clone(), tree)),
                 Err(e) => summary
                     .failures
                     .push(format!("{}: {}", job.name, e.message)),
             }
         }
+        let destinations: BTreeSet<&Location> = trees.iter().map(|(j, _)| &j.to).collect();
+        for to in destinations {
+            if let Some(r) = to.reference("latest")
+                && let Err(e) = self.registry.authorize_push(&r).await
+            {
+                summary.failures.push(e.message);
+                self.progress.finish_and_clear();
+                summary.elapsed = start.elapsed();
+                return summary;
+            }
+        }
+        let failed_blobs = self.place_blobs(&trees, &mut summary).await;
+        let (first, last): (Vec<_>, Vec<_>) = trees.into_iter().partition(|(j, _)| !j.last);
+        let mut refused = Vec::new();
+        for (job, tree) in first {
+            match self.finish(&job, &tree, &failed_blobs, &mut summary).await {
+                Err(PutError::Sparse) => refused.push(job),
+                Err(PutError::Failed(why)) => summary.failures.push(why),
+                Ok(()) => {}
+            }
+        }
+        self.copy_whole(refused, &mut summary).await;
+        for (job, tree) in last {
+            if !summary.failures.is_empty() {
+                summary.failures.push(format!(
+                    "{}: not copied, because other images failed",
+                    job.name
+                ));
+                continue;
+            }
+            if let Err(PutError::Failed(why)) =
+                self.finish(&job, &tree, &failed_blobs, &mut summary).await
+            {
+                summary.failures.push(why);
+            }
+        }
+        self.progress.finish_and_clear();
+        summary.elapsed = start.elapsed();
+        summary
+    }
+
+    /// Makes every blob of `trees` present at its destinations; the blobs that could not
+    /// be, with why.
+    async fn place_blobs(
+        self: &Arc<Self>,
+        trees: &[(Job, Tree)],
+        summary: &mut Summary,
+    ) -> BTreeMap<String, String> {
         // Each blob once per destination repository; the first destination that gets it is
         // where the others mount it from.
         let mut wanted: BTreeMap<String, (u64, Location, BTreeSet<Location>)> = BTreeMap::new();
-        for (job, tree) in &trees {
+        for (job, tree) in trees {
             for (digest, size) in &tree.blobs {
                 wanted
                     .entry(digest.clone())
@@ -167,18 +238,7 @@ impl Copier {
             .values()
             .map(|(size, _, to)| size * to.len() as u64)
             .sum();
-        self.progress.set_length(total);
-        let destinations: BTreeSet<&Location> = trees.iter().map(|(j, _)| &j.to).collect();
-        for to in destinations {
-            if let Some(r) = to.reference("latest")
-                && let Err(e) = self.registry.authorize_push(&r).await
-            {
-                summary.failures.push(e.message);
-                self.progress.finish_and_clear();
-                summary.elapsed = start.elapsed();
-                return summary;
-            }
-        }
+        self.progress.inc_length(total);
         let limit = Arc::new(tokio::sync::Semaphore::new(self.parallel));
         let mut tasks = tokio::task::JoinSet::new();
         for (digest, (size, from, to)) in wanted {
@@ -204,35 +264,86 @@ impl Copier {
                 Err(e) => summary.failures.push(format!("a copy task failed: {e}")),
             }
         }
-        self.progress.finish_and_clear();
-        let (first, last): (Vec<_>, Vec<_>) = trees.into_iter().partition(|(j, _)| !j.last);
-        for (job, tree) in first.into_iter().chain(last) {
-            if job.last && !summary.failures.is_empty() {
+        failed_blobs
+    }
+
+    /// Stores an image's manifests once its blobs are in place.
+    async fn finish(
+        &self,
+        job: &Job,
+        tree: &Tree,
+        failed_blobs: &BTreeMap<String, String>,
+        summary: &mut Summary,
+    ) -> Result<(), PutError> {
+        if let Some((digest, e)) = tree
+            .blobs
+            .iter()
+            .find_map(|(d, _)| failed_blobs.get(d).map(|e| (d, e)))
+        {
+            return Err(PutError::Failed(format!(
+                "{}: blob {digest}: {e}",
+                job.name
+            )));
+        }
+        match self.put_manifests(job, tree).await {
+            Ok(()) => {
+                summary.images += 1;
+                if let Some((digest, _, _)) = tree.manifests.last()
+                    && *digest != job.digest
+                {
+                    summary.rewritten.insert(job.name.clone(), digest.clone());
+                }
+                Ok(())
+            }
+            // distribution 2.8 answers MANIFEST_BLOB_UNKNOWN for an index whose manifests
+            // are not all present.
+            Err(e) if tree.sparse && e.kind == ErrorKind::NotFound => Err(PutError::Sparse),
+            Err(e) => Err(PutError::Failed(format!("{}: {}", job.name, e.message))),
+        }
+    }
+
+    /// Copies every platform of the images whose sparse index the destination refused, so
+    /// that they keep the digest clusters pull them by.
+    async fn copy_whole(self: &Arc<Self>, refused: Vec<Job>, summary: &mut Summary) {
+        let mut trees = Vec::new();
+        for job in refused {
+            let kept: Vec<String> = job.platforms.iter().map(Platform::to_string).collect();
+            if job.from == Location::Layout {
                 summary.failures.push(format!(
-                    "{}: not copied, because other images failed",
-                    job.name
+                    "{}: {} refuses an index whose platforms are not all present (a sparse index), \
+                     and the archive holds only {} of it: mirror it to disk again without `platforms`, \
+                     or mirror the archive to a registry that takes sparse indexes",
+                    job.name,
+                    job.to.describe(),
+                    kept.join(", ")
                 ));
                 continue;
             }
-            if let Some((digest, e)) = tree
-                .blobs
-                .iter()
-                .find_map(|(d, _)| failed_blobs.get(d).map(|e| (d, e)))
-            {
-                summary
-                    .failures
-                    .push(format!("{}: blob {digest}: {e}", job.name));
-                continue;
-            }
-            match self.put_manifests(&job, &tree).await {
-                Ok(()) => summary.images += 1,
+            summary.notes.push(format!(
+                "{}: {} refuses an index whose platforms are not all present (a sparse index); \
+                 copied every platform instead of only {}, so that the digest clusters pull it by \
+                 ({}) stays the same",
+                job.name,
+                job.to.describe(),
+                kept.join(", "),
+                job.digest
+            ));
+            match self.tree(&job, &[]).await {
+                Ok(tree) => trees.push((job, tree)),
                 Err(e) => summary
                     .failures
                     .push(format!("{}: {}", job.name, e.message)),
             }
         }
-        summary.elapsed = start.elapsed();
-        summary
+        let failed_blobs = self.place_blobs(&trees, summary).await;
+        for (job, tree) in trees {
+            // Every platform is there now: nothing more to fall back to.
+            if let Err(PutError::Failed(why)) =
+                self.finish(&job, &tree, &failed_blobs, summary).await
+            {
+                summary.failures.push(why);
+            }
+        }
     }
 
     async fn get_manifest(&self, from: &Location, digest: &str) -> Result<(Bytes, String), Error> {
@@ -251,19 +362,37 @@ impl Copier {
         }
     }
 
-    /// Reads an image's manifests and the blobs they name.
-    async fn tree(&self, job: &Job) -> Result<Tree, Error> {
+    /// Reads an image's manifests and the blobs they name: of an index, only the manifests
+    /// of `platforms` (every one when empty).
+    async fn tree(&self, job: &Job, platforms: &[Platform]) -> Result<Tree, Error> {
         let mut tree = Tree {
             manifests: Vec::new(),
             blobs: Vec::new(),
+            sparse: false,
         };
-        let (body, media_type) = self.get_manifest(&job.from, &job.digest).await?;
+        let (mut body, media_type) = self.get_manifest(&job.from, &job.digest).await?;
+        let mut top_digest = job.digest.clone();
         let top: serde_json::Value =
             serde_json::from_slice(&body).map_err(|e| fatal(e.to_string()))?;
         let mut images = Vec::new();
         if let Some(children) = top["manifests"].as_array() {
+            let mut kept = None;
+            if !platforms.is_empty() {
+                let s = platforms::select(&body, platforms)
+                    .map_err(|e| Error::new(ErrorKind::Other, e))?;
+                if s.partial && job.keep_digest {
+                    tree.sparse = true;
+                } else if s.partial {
+                    body = s.rewritten;
+                    top_digest = image::layout::digest_of(&body);
+                }
+                kept = Some(s.kept);
+            }
             for child in children {
                 let digest = child["digest"].as_str().unwrap_or_default().to_owned();
+                if kept.as_ref().is_some_and(|k| !k.contains(&digest)) {
+                    continue;
+                }
                 let (child_body, child_type) = self.get_manifest(&job.from, &digest).await?;
                 if !MANIFEST_MEDIA_TYPES[..].contains(&child_type.as_str())
                     || serde_json::from_slice::<serde_json::Value>(&child_body)
@@ -297,7 +426,7 @@ impl Copier {
                 }
             }
         }
-        tree.manifests.push((job.digest.clone(), body, media_type));
+        tree.manifests.push((top_digest, body, media_type));
         Ok(tree)
     }
 
@@ -370,6 +499,19 @@ impl Copier {
         from: &Location,
         to: &Location,
     ) -> Result<(), String> {
+        // A differential archive leaves out what the destination should have from an earlier
+        // one: not worth a retry.
+        if *from == Location::Layout
+            && !self
+                .has_blob(from, digest, size)
+                .await
+                .map_err(|e| e.message)?
+        {
+            return Err(format!(
+                "blob {digest} is neither in the archive nor at {}",
+                to.describe()
+            ));
+        }
         let dest = match (from.reference(digest), to.reference(digest)) {
             (_, Some(dest)) => dest,
             (Some(source), None) => {
@@ -445,7 +587,7 @@ impl Copier {
                 for (_, body, _) in children {
                     layout.write_blob(body)?;
                 }
-                layout.add_manifest(&top.1, &top.2, Some(&job.tag))?;
+                layout.add_manifest(&top.1, &top.2, job.tag.as_deref())?;
             }
             to => {
                 for (digest, body, media_type) in children.iter().chain([top]) {
@@ -455,11 +597,13 @@ impl Copier {
                     })
                     .await?;
                 }
-                let r = to.reference(&job.tag).expect("a registry location");
-                retry(self.registry.retry_policy(), || {
-                    self.registry.put_manifest(&r, top.1.clone(), &top.2)
-                })
-                .await?;
+                if let Some(tag) = &job.tag {
+                    let r = to.reference(tag).expect("a registry location");
+                    retry(self.registry.retry_policy(), || {
+                        self.registry.put_manifest(&r, top.1.clone(), &top.2)
+                    })
+                    .await?;
+                }
             }
         }
         Ok(())
@@ -592,11 +736,11 @@ impl Stream for Guarded {
     }
 }
 
-/// A byte counter for the whole copy (see [`crate::progress`]).
-fn progress_bar() -> indicatif::ProgressBar {
+/// A byte counter for a whole copy, archiving or extraction (see [`image::progress`]).
+pub(crate) fn progress_bar(message: &str, len: u64) -> indicatif::ProgressBar {
     image::progress::bytes(
         "{msg} {bar:30} {bytes}/{total_bytes} {bytes_per_sec} {elapsed}",
-        "mirroring".to_owned(),
-        0,
+        message.to_owned(),
+        len,
     )
 }

@@ -20,8 +20,13 @@ pub enum Error {
     },
     /// The ImageSetConfiguration asks for what cannot be done: every problem, with its path
     /// in the file.
-    #[error("{file}: invalid ImageSetConfiguration:{}", indented(problems))]
-    Config { file: String, problems: Vec<String> },
+    #[error("{file}: invalid {kind}:{}", indented(problems))]
+    Config {
+        file: String,
+        /// ImageSetConfiguration or DeleteImageSetConfiguration.
+        kind: &'static str,
+        problems: Vec<String>,
+    },
     /// An image the configuration or a catalog names, written as no registry reference.
     #[error("invalid image reference {image:?}: {source}")]
     Reference {
@@ -43,6 +48,17 @@ pub enum Error {
     /// Images whose tags could not be resolved to digests, one line each.
     #[error("{}", .0.join("\n"))]
     Unresolved(Vec<String>),
+    /// A signature or referrer that claims another manifest than the one it is attached to
+    /// (found while planning, so nothing was copied).
+    #[error(
+        "{attachment} is attached to {subject} but its payload names {claimed}: a signature \
+         or referrer that does not match its image; nothing was copied"
+    )]
+    Mismatch {
+        attachment: String,
+        subject: String,
+        claimed: String,
+    },
     /// Images that were not copied; the others were.
     #[error(
         "{} of {total} images were not mirrored (a rerun copies only what is missing):{}",
@@ -50,6 +66,12 @@ pub enum Error {
         indented(failures)
     )]
     Incomplete { total: usize, failures: Vec<String> },
+    /// Repositories a delete could not finish, one line each; the others were handled.
+    #[error(
+        "not everything planned was deleted (a rerun deletes what is left):{}",
+        indented(.0)
+    )]
+    NotDeleted(Vec<String>),
     /// `--from` names a directory without the plan of a mirror to disk.
     #[error(
         "{}: {source} (is this a directory written by `mirror --to file://…`?)",
@@ -61,6 +83,22 @@ pub enum Error {
     Plan {
         path: PathBuf,
         source: serde_json::Error,
+    },
+    /// A file of an archive to disk that cannot be used (a tar segment, the record of
+    /// archives written, a manifest in the archive), and why.
+    #[error("{}: {problem}", path.display())]
+    Archive { path: PathBuf, problem: String },
+    /// Segments of a tar archive that its directory lacks.
+    #[error(
+        "{}: archive {archive} has {total} segments, but {} missing (carry every mirror_*.tar of an archive together)",
+        dir.display(),
+        missing_names(missing)
+    )]
+    MissingSegments {
+        dir: PathBuf,
+        archive: String,
+        total: u32,
+        missing: Vec<String>,
     },
     #[error("writing YAML: {0}")]
     Yaml(serde_yaml::Error),
@@ -85,4 +123,11 @@ impl Error {
 /// Lines below a heading, each on its own line, indented.
 fn indented(lines: &[impl Display]) -> String {
     lines.iter().map(|l| format!("\n  {l}")).collect()
+}
+
+fn missing_names(missing: &[String]) -> String {
+    match missing {
+        [one] => format!("{one} is"),
+        many => format!("{} are", many.join(", ")),
+    }
 }

@@ -153,7 +153,8 @@ fn mirror_sets(plan: &Plan, root: &str, mode: Mode) -> Result<Option<String>, Er
     let mut by_category: BTreeMap<&str, BTreeMap<String, Vec<String>>> = BTreeMap::new();
     for image in &plan.images {
         let category = match image.kind {
-            ImageKind::Catalog => continue,
+            // Pulled beside their image, from the same mirrored repository.
+            ImageKind::Catalog | ImageKind::Attachment | ImageKind::Referrer => continue,
             ImageKind::AdditionalImage => "generic",
             ImageKind::Bundle | ImageKind::RelatedImage => "operator",
         };
@@ -229,6 +230,8 @@ mod tests {
             repository: repository.into(),
             tag: tag.into(),
             by_digest,
+            platforms: Vec::new(),
+            subject: None,
         }
     }
 

@@ -7,7 +7,8 @@
 //! keeps its digest and is also tagged `sha256-<hex>` so that registries which collect
 //! untagged manifests keep it; a catalog goes to `targetCatalog` (else its source path) with
 //! `targetTag` (else its source tag, else `sha256-<hex of the rebuilt catalog>`).
-use super::config::{AdditionalImage, BlockedImage, Operators};
+use super::attachments::{Finder, Link};
+use super::config::{AdditionalImage, BlockedImage, Operators, Platform};
 use super::error::Error;
 use catalog::DeclarativeConfig;
 use image::remote::retry_remote;
@@ -25,6 +26,11 @@ pub(crate) enum ImageKind {
     AdditionalImage,
     /// A catalog rebuilt from its filtered FBC (copied last, after everything it names).
     Catalog,
+    /// A cosign tag-scheme attachment (`sha256-<hex>.sig`, `.att`, `.sbom`) of an image.
+    Attachment,
+    /// An OCI 1.1 referrer of an image (a manifest whose `subject` is the image), copied by
+    /// digest and listed by the destination's referrers API or fallback tag.
+    Referrer,
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
@@ -41,6 +47,12 @@ pub(crate) struct PlannedImage {
     pub(crate) tag: String,
     /// The source named a digest only: clusters pull it by digest (IDMS), else by tag (ITMS).
     pub(crate) by_digest: bool,
+    /// The platforms to copy of a multi-platform image (none: every platform).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) platforms: Vec<Platform>,
+    /// For an attachment or referrer: the manifest it refers to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) subject: Option<String>,
 }
 
 impl PlannedImage {
@@ -74,8 +86,14 @@ impl Plan {
     pub(crate) fn render(&self, root: &str) -> String {
         let mut out = format!("{} images to mirror:\n", self.images.len());
         for i in &self.images {
+            let platforms: Vec<String> = i.platforms.iter().map(Platform::to_string).collect();
+            let only = if platforms.is_empty() {
+                String::new()
+            } else {
+                format!(" [only {}]", platforms.join(", "))
+            };
             out.push_str(&format!(
-                "  {:<16} {} ({}) -> {}\n",
+                "  {:<16} {} ({}) -> {}{only}\n",
                 kind_name(i.kind),
                 i.source,
                 i.digest,
@@ -98,6 +116,8 @@ pub(crate) fn kind_name(kind: ImageKind) -> &'static str {
         ImageKind::RelatedImage => "relatedImage",
         ImageKind::AdditionalImage => "additionalImage",
         ImageKind::Catalog => "catalog",
+        ImageKind::Attachment => "attachment",
+        ImageKind::Referrer => "referrer",
     }
 }
 
@@ -108,11 +128,13 @@ pub(crate) struct Wanted {
     pub(crate) kind: ImageKind,
     pub(crate) target_repo: Option<String>,
     pub(crate) target_tag: Option<String>,
+    pub(crate) platforms: Vec<Platform>,
 }
 
 /// The bundle images and every relatedImage of a (filtered) catalog, each once, in catalog
-/// order; a bundle image listed again as a relatedImage stays a bundle.
-pub(crate) fn catalog_images(fbc: &DeclarativeConfig) -> Vec<Wanted> {
+/// order; a bundle image listed again as a relatedImage stays a bundle. `platforms` are
+/// those of the catalog's `operators[]` entry.
+pub(crate) fn catalog_images(fbc: &DeclarativeConfig, platforms: &[Platform]) -> Vec<Wanted> {
     let mut seen = BTreeSet::new();
     let mut out = Vec::new();
     let mut add = |image: &str, kind| {
@@ -122,6 +144,7 @@ pub(crate) fn catalog_images(fbc: &DeclarativeConfig) -> Vec<Wanted> {
                 kind,
                 target_repo: None,
                 target_tag: None,
+                platforms: platforms.to_vec(),
             });
         }
     };
@@ -144,6 +167,7 @@ pub(crate) fn additional_images(images: &[AdditionalImage]) -> Vec<Wanted> {
             kind: ImageKind::AdditionalImage,
             target_repo: a.target_repo.clone(),
             target_tag: a.target_tag.clone(),
+            platforms: a.platforms.clone(),
         })
         .collect()
 }
@@ -180,17 +204,32 @@ pub(crate) fn parse_reference(image: &str) -> Result<Reference, Error> {
 }
 
 /// Resolves every tag to the digest it names now (a few requests at a time) and places each
-/// image below the destination. Images are deduplicated by reference, first kind wins.
+/// image below the destination. Images are deduplicated by reference, first kind wins; an
+/// image wanted with different platform filters gets all of their platforms (every platform
+/// when one of them wants every platform).
 pub(crate) async fn resolve(
     registry: Arc<Registry>,
     wanted: Vec<Wanted>,
     parallel: usize,
 ) -> Result<Vec<PlannedImage>, Error> {
-    let mut unique = Vec::new();
-    let mut seen = BTreeSet::new();
+    let mut unique: Vec<Wanted> = Vec::new();
+    let mut seen = BTreeMap::new();
     for w in wanted {
-        if seen.insert(w.source.clone()) {
-            unique.push(w);
+        match seen.get(&w.source) {
+            Some(&at) => {
+                let first: &mut Wanted = &mut unique[at];
+                if first.platforms.is_empty() || w.platforms.is_empty() {
+                    first.platforms.clear();
+                } else {
+                    first.platforms.extend(w.platforms);
+                    first.platforms.sort();
+                    first.platforms.dedup();
+                }
+            }
+            None => {
+                seen.insert(w.source.clone(), unique.len());
+                unique.push(w);
+            }
         }
     }
     let limit = Arc::new(tokio::sync::Semaphore::new(parallel.max(1)));
@@ -241,7 +280,139 @@ async fn place(registry: &Registry, w: Wanted) -> Result<PlannedImage, Error> {
         digest,
         source: w.source,
         kind: w.kind,
+        platforms: w.platforms,
+        subject: None,
     })
+}
+
+/// The attachments of every planned image (cosign tags and OCI referrers, see
+/// [`crate::attachments`]), each placed beside its image, a few images at a time. Fails,
+/// before anything is copied, when a signature or referrer claims another manifest than the
+/// one it is attached to.
+pub(crate) async fn attachments(
+    registry: Arc<Registry>,
+    images: &[PlannedImage],
+    parallel: usize,
+) -> Result<Vec<PlannedImage>, Error> {
+    let finder = Arc::new(Finder::new(registry.clone()));
+    let limit = Arc::new(tokio::sync::Semaphore::new(parallel.max(1)));
+    let mut tasks = tokio::task::JoinSet::new();
+    for (index, image) in images.iter().enumerate() {
+        if image.kind == ImageKind::Catalog {
+            continue;
+        }
+        let (finder, limit, image) = (finder.clone(), limit.clone(), image.clone());
+        let client = registry.clone();
+        tasks.spawn(async move {
+            let _permit = limit.acquire_owned().await;
+            (index, attachments_of(&finder, &client, &image).await)
+        });
+    }
+    let mut found = BTreeMap::new();
+    let mut problems = Vec::new();
+    while let Some(done) = tasks.join_next().await {
+        match done? {
+            (index, Ok(placed)) => {
+                found.insert(index, placed);
+            }
+            (_, Err(Error::Image(e))) => problems.push(e.message),
+            (_, Err(e)) => return Err(e),
+        }
+    }
+    if !problems.is_empty() {
+        problems.sort();
+        return Err(Error::Unresolved(problems));
+    }
+    let mut seen = BTreeSet::new();
+    Ok(found
+        .into_values()
+        .flatten()
+        .filter(|a| seen.insert((a.repository.clone(), a.tag.clone(), a.digest.clone())))
+        .collect())
+}
+
+async fn attachments_of(
+    finder: &Finder,
+    client: &Registry,
+    image: &PlannedImage,
+) -> Result<Vec<PlannedImage>, Error> {
+    let r = parse_reference(&image.source)?;
+    let (registry, repository) = (r.registry(), r.repository());
+    let mut placed = Vec::new();
+    let found = finder.find(registry, repository, &image.digest).await?;
+    let kept = match found.iter().any(|a| a.subject != image.digest) {
+        true => kept_subjects(client, &r, image).await?,
+        false => None,
+    };
+    for a in found {
+        if kept.as_ref().is_some_and(|k| !k.contains(&a.subject)) {
+            continue;
+        }
+        if let Some(claimed) = finder.claims_other(registry, repository, &a).await? {
+            let attachment = match &a.link {
+                Link::Tag(tag) => format!("{registry}/{repository}:{tag} ({})", a.digest),
+                _ => format!("{registry}/{repository}@{}", a.digest),
+            };
+            return Err(Error::Mismatch {
+                attachment,
+                subject: a.subject,
+                claimed,
+            });
+        }
+        let (source, kind, tag) = match a.link {
+            Link::Tag(tag) => (
+                format!("{registry}/{repository}:{tag}"),
+                ImageKind::Attachment,
+                tag,
+            ),
+            Link::Referrer => (
+                format!("{registry}/{repository}@{}", a.digest),
+                ImageKind::Referrer,
+                digest_tag(&a.digest),
+            ),
+            // Written anew at the destination, for the referrers copied there.
+            Link::FallbackIndex => continue,
+        };
+        placed.push(PlannedImage {
+            source,
+            kind,
+            by_digest: kind == ImageKind::Referrer,
+            digest: a.digest,
+            repository: image.repository.clone(),
+            tag,
+            subject: Some(a.subject),
+            platforms: Vec::new(),
+        });
+    }
+    Ok(placed)
+}
+
+/// Under a platform filter, the manifests whose attachments travel: the kept platforms',
+/// and the index's own unless the filter rewrites it (a new digest that nothing signed).
+/// None when everything travels.
+async fn kept_subjects(
+    client: &Registry,
+    r: &Reference,
+    image: &PlannedImage,
+) -> Result<Option<BTreeSet<String>>, Error> {
+    if image.platforms.is_empty() {
+        return Ok(None);
+    }
+    let at = Reference::with_digest(
+        r.registry().to_owned(),
+        r.repository().to_owned(),
+        image.digest.clone(),
+    );
+    let (body, _) = retry_remote(client.retry_policy(), || client.get_manifest(&at)).await?;
+    // No platform kept is the copy's error to report, with the image's name.
+    let Ok(selection) = super::platforms::select(&body, &image.platforms) else {
+        return Ok(None);
+    };
+    let mut kept: BTreeSet<String> = selection.kept.into_iter().collect();
+    if !selection.partial || r.digest().is_some() {
+        kept.insert(image.digest.clone());
+    }
+    Ok(Some(kept))
 }
 
 /// Whether a reference names a tag itself (the parser fills in `latest` when it has none).
@@ -251,7 +422,8 @@ fn has_tag(image: &str) -> bool {
     last.contains(':')
 }
 
-/// The tag oc-mirror v2 gives an image that has only a digest: `sha256-<hex>`.
+/// The tag oc-mirror v2 gives an image that has only a digest: `sha256-<hex>` (also the
+/// form of OCI's referrers fallback tag and cosign's attachment tags).
 pub(crate) fn digest_tag(digest: &str) -> String {
     digest.replacen(':', "-", 1)
 }
@@ -293,6 +465,8 @@ pub(crate) fn rebuild_catalog(
         tag,
         by_digest: false,
         digest,
+        platforms: Vec::new(),
+        subject: None,
     })
 }
 
@@ -310,6 +484,8 @@ mod tests {
             repository: parse_reference(source).unwrap().repository().into(),
             tag: tag.into(),
             by_digest,
+            platforms: Vec::new(),
+            subject: None,
         };
         assert_eq!(
             image("quay.io/ns/op:v1", "v1", false).destination("mirror.example:5000/pfx/"),
@@ -333,6 +509,7 @@ mod tests {
             kind: ImageKind::RelatedImage,
             target_repo: None,
             target_tag: None,
+            platforms: Vec::new(),
         };
         let (kept, blocked) = block(
             vec![

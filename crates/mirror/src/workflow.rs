@@ -1,21 +1,23 @@
 //! The three oc-mirror v2 workflows, from options to a finished copy:
 //!
 //!   -c isc.yaml --to docker://REG/PREFIX          mirror to mirror
-//!   -c isc.yaml --to file://DIR                   mirror to disk
+//!   -c isc.yaml --to file://DIR                   mirror to disk (a directory, or tar
+//!                                                 segments with `archiveSize`)
 //!   --from file://DIR --to docker://REG/PREFIX    disk to mirror (no source access)
 //!
 //! Each catalog is acquired through [`source`], filtered, rebuilt and planned; the
 //! plan's images are copied and the target's resources written.
-use super::config::ImageSetConfiguration;
+use super::config::{ImageSetConfiguration, Mirror};
 use super::copy::{Copier, Job, Location, Summary};
 use super::error::Error;
 use super::plan::{self, ImageKind, Plan};
-use super::{archive, outputs};
+use super::{archive, attachments, outputs};
 use catalog::file::ReadLimits;
 use catalog::walk::load_dir;
 use image::layout::Layout;
 use image::{ClientOptions, Registry};
 use source::image::fetch_as_fbc;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use unfinished::Unfinished;
@@ -36,9 +38,11 @@ pub struct Options {
     pub dry_run: bool,
     /// A legacy ImageContentSourcePolicy instead of ImageDigestMirrorSet/ImageTagMirrorSet.
     pub icsp: bool,
+    /// Leave signatures, attestations, SBOMs and other referrers behind (oc-mirror's flag).
+    pub remove_signatures: bool,
 }
 
-enum Target {
+pub(crate) enum Target {
     Registry {
         root: String,
         registry: String,
@@ -47,7 +51,7 @@ enum Target {
     Disk(PathBuf),
 }
 
-fn parse_target(to: &str) -> Result<Target, Error> {
+pub(crate) fn parse_target(to: &str) -> Result<Target, Error> {
     if let Some(dir) = to.strip_prefix("file://") {
         if dir.is_empty() {
             return Err(Error::Usage(format!(
@@ -95,7 +99,11 @@ pub fn run(args: &Options, client: &ClientOptions, unfinished: &Unfinished) -> R
                     "--from {from:?}: expected file://DIR (an archive of `mirror --to file://DIR`)"
                 ))
             })?;
-            let (layout, plan) = archive::open(Path::new(dir))?;
+            let (layout, mut plan) = archive::open(Path::new(dir))?;
+            if args.remove_signatures {
+                plan.images
+                    .retain(|i| !matches!(i.kind, ImageKind::Attachment | ImageKind::Referrer));
+            }
             runtime.block_on(deliver(args, registry, layout, plan, &target, &workspace))
         }
         (Some(from), Target::Disk(_)) => Err(Error::Usage(format!(
@@ -108,23 +116,54 @@ pub fn run(args: &Options, client: &ClientOptions, unfinished: &Unfinished) -> R
             })?;
             let text = std::fs::read_to_string(path).map_err(Error::io(path.display()))?;
             let config = ImageSetConfiguration::parse(&path.display().to_string(), &text)?;
+            let archive_size = config.archive_bytes();
             // Rebuilt catalogs are staged in the archive itself, or in a private layout.
             let staging_dir = tempfile::tempdir().map_err(Error::io("a staging directory"))?;
-            let layout = match &target {
-                Target::Disk(dir) => archive::create(dir)?,
-                Target::Registry { .. } => Layout::create(staging_dir.path())?,
+            // Held while tar segments are written into the directory.
+            let mut _writing = None;
+            let layout = match (&target, archive_size) {
+                (Target::Disk(dir), Some(_)) => {
+                    let (store, lock) = archive::create_store(dir)?;
+                    _writing = Some(lock);
+                    store
+                }
+                (Target::Disk(dir), None) => archive::create(dir)?,
+                (Target::Registry { .. }, size) => {
+                    if size.is_some() {
+                        eprintln!(
+                            "archiveSize applies to archives (--to file://DIR); ignored for a registry"
+                        );
+                    }
+                    Layout::create(staging_dir.path())?
+                }
             };
-            let plan =
-                runtime.block_on(make_plan(args, &config, &registry, &layout, unfinished))?;
-            runtime.block_on(deliver(args, registry, layout, plan, &target, &workspace))
+            let plan = runtime.block_on(make_plan(
+                &config.mirror,
+                args.dry_run,
+                args.parallel,
+                !args.remove_signatures,
+                &registry,
+                &layout,
+                unfinished,
+            ))?;
+            runtime.block_on(deliver(args, registry, layout, plan, &target, &workspace))?;
+            if let (Target::Disk(dir), Some(limit), false) = (&target, archive_size, args.dry_run) {
+                let packed = archive::pack(dir, &archive::open_store(dir)?, limit)?;
+                println!("{packed}");
+            }
+            Ok(())
         }
     }
 }
 
-/// Fetches and filters every catalog, rebuilds it into `staging`, and resolves every image.
-async fn make_plan(
-    args: &Options,
-    config: &ImageSetConfiguration,
+/// Fetches and filters every catalog of `section` (a configuration's `mirror:` or
+/// `delete:`), rebuilds it into `staging`, and resolves every image, with its attachments
+/// when `with_attachments`.
+pub(crate) async fn make_plan(
+    section: &Mirror,
+    dry_run: bool,
+    parallel: usize,
+    with_attachments: bool,
     registry: &Arc<Registry>,
     staging: &Layout,
     unfinished: &Unfinished,
@@ -133,22 +172,26 @@ async fn make_plan(
     let mut catalogs = Vec::new();
     // `mirror` has no --max-file-size: catalogs are read within the default cap.
     let limits = ReadLimits::default();
-    for op in &config.mirror.operators {
+    for op in &section.operators {
         let unpacked = fetch_as_fbc(registry, &op.catalog, unfinished, limits).await?;
         let fbc = load_dir(&unpacked.root, limits).map_err(|errors| Error::Catalog {
             catalog: op.catalog.clone(),
             errors,
         })?;
         let filtered = filter_catalog(&fbc, op)?;
-        if args.dry_run {
+        if dry_run {
             println!("catalog {}:\n{}", op.catalog, filtered.1);
         }
         catalogs.push(plan::rebuild_catalog(op, &filtered.0, staging)?);
-        wanted.extend(plan::catalog_images(&filtered.0));
+        wanted.extend(plan::catalog_images(&filtered.0, &op.platforms));
     }
-    wanted.extend(plan::additional_images(&config.mirror.additional_images));
-    let (kept, blocked) = plan::block(wanted, &config.mirror.blocked_images);
-    let mut images = plan::resolve(registry.clone(), kept, args.parallel.max(4)).await?;
+    wanted.extend(plan::additional_images(&section.additional_images));
+    let (kept, blocked) = plan::block(wanted, &section.blocked_images);
+    let mut images = plan::resolve(registry.clone(), kept, parallel.max(4)).await?;
+    if with_attachments {
+        let attachments = plan::attachments(registry.clone(), &images, parallel.max(4)).await?;
+        images.extend(attachments);
+    }
     images.extend(catalogs);
     Ok(Plan { images, blocked })
 }
@@ -162,12 +205,43 @@ fn filter_catalog(
     Ok((filtered.config, filtered.report.render()))
 }
 
+/// A repository path below the destination's prefix.
+fn below(prefix: &str, repository: &str) -> String {
+    if prefix.is_empty() {
+        repository.to_owned()
+    } else {
+        format!("{prefix}/{repository}")
+    }
+}
+
+/// Makes the destination list every copied referrer under its subject (see
+/// [`attachments::publish_referrers`]); one line per subject that failed.
+async fn list_referrers(registry: &Registry, host: &str, prefix: &str, plan: &Plan) -> Vec<String> {
+    let mut by_subject: BTreeMap<(String, String), Vec<String>> = BTreeMap::new();
+    for image in plan.images.iter().filter(|i| i.kind == ImageKind::Referrer) {
+        if let Some(subject) = &image.subject {
+            by_subject
+                .entry((below(prefix, &image.repository), subject.clone()))
+                .or_default()
+                .push(image.digest.clone());
+        }
+    }
+    let mut failures = Vec::new();
+    for ((repository, subject), referrers) in by_subject {
+        let at = oci_client::Reference::with_digest(host.to_owned(), repository, subject.clone());
+        if let Err(e) = attachments::publish_referrers(registry, &at, &subject, &referrers).await {
+            failures.push(format!("referrers of {}: {}", at.whole(), e.message));
+        }
+    }
+    failures
+}
+
 /// Copies the plan's images to the target and writes what the target needs.
 async fn deliver(
     args: &Options,
     registry: Arc<Registry>,
     layout: Layout,
-    plan: Plan,
+    mut plan: Plan,
     target: &Target,
     workspace: &Path,
 ) -> Result<(), Error> {
@@ -205,19 +279,17 @@ async fn deliver(
                 } => (
                     Location::Registry {
                         registry: registry.clone(),
-                        repository: if prefix.is_empty() {
-                            image.repository.clone()
-                        } else {
-                            format!("{prefix}/{}", image.repository)
-                        },
+                        repository: below(prefix, &image.repository),
                     },
-                    image.tag.clone(),
+                    Some(image.tag.clone()),
                 ),
                 Target::Disk(_) => (
                     Location::Layout,
-                    archive::ref_name(&image.repository, &image.tag),
+                    Some(archive::ref_name(&image.repository, &image.tag)),
                 ),
             };
+            // A referrer is found by its subject, not by a tag of its own.
+            let tag = tag.filter(|_| image.kind != ImageKind::Referrer);
             Ok(Job {
                 name: image.source.clone(),
                 from,
@@ -225,20 +297,46 @@ async fn deliver(
                 digest: image.digest.clone(),
                 tag,
                 last: image.kind == ImageKind::Catalog,
+                platforms: image.platforms.clone(),
+                keep_digest: plan::parse_reference(&image.source)?.digest().is_some(),
             })
         })
         .collect::<Result<Vec<_>, Error>>()?;
-    let copier = Arc::new(Copier::new(registry, Some(Arc::new(layout)), args.parallel));
+    let layout_root = layout.root().to_owned();
+    let copier = Arc::new(Copier::new(
+        registry.clone(),
+        Some(Arc::new(layout)),
+        args.parallel,
+    ));
     let summary: Summary = copier.run(jobs).await;
     println!("{summary}");
-    if !summary.failures.is_empty() {
+    for note in &summary.notes {
+        eprintln!("note: {note}");
+    }
+    // Images pulled by tag whose index the platform filter rewrote now have another digest.
+    for image in &mut plan.images {
+        if let Some(digest) = summary.rewritten.get(&image.source) {
+            image.digest = digest.clone();
+        }
+    }
+    let mut failures = summary.failures;
+    if let Target::Registry {
+        registry: host,
+        prefix,
+        ..
+    } = target
+        && failures.is_empty()
+    {
+        failures = list_referrers(&registry, host, prefix, &plan).await;
+    }
+    if !failures.is_empty() {
         return Err(Error::Incomplete {
             total: plan.images.len(),
-            failures: summary.failures,
+            failures,
         });
     }
     match target {
-        Target::Disk(dir) => archive::write_plan(dir, &plan)?,
+        Target::Disk(_) => archive::write_plan(&layout_root, &plan)?,
         Target::Registry { root, .. } => {
             for file in outputs::write_all(&plan, root, workspace, args.icsp)? {
                 eprintln!("wrote {}", file.display());

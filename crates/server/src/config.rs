@@ -53,8 +53,13 @@ pub struct ListenConfig {
     pub catalogd: Option<CatalogdListen>,
 }
 
-/// Where and how the catalogd HTTP API is served.
+/// Where and how the catalogd HTTP API is served, and which catalogs.
 pub struct CatalogdListen {
     pub addr: String,
+    /// The name of the server's own catalog (the one the gRPC API serves) in the URLs.
+    pub name: String,
     pub options: HttpOptions,
+    /// Further catalogs served over HTTP only, each loaded on its own (with a cache directory,
+    /// into `DIR/catalogs/NAME`) and served from the moment it is indexed.
+    pub more: Vec<(String, CatalogSource)>,
 }

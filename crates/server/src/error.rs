@@ -23,6 +23,9 @@ pub enum Error {
     /// An address could not be listened on.
     #[error(transparent)]
     Listen(#[from] ListenError),
+    /// A catalog served beside the server's own (`--catalog NAME=REF`) could not be loaded.
+    #[error("catalog {name:?}: {source}")]
+    Named { name: String, source: Box<Error> },
     /// The stop came before the cache was built (`--cache-only`).
     #[error("stopped before the cache was built")]
     Stopped,

@@ -14,6 +14,7 @@
 //!   acquires the catalog and opens its index; `grpc` starts the gRPC services; `lifecycle`
 //!   holds the running listeners until their graceful stop.
 mod calls;
+mod catalogs;
 mod config;
 mod connection;
 mod endpoint;
@@ -31,17 +32,23 @@ mod process;
 mod registry;
 pub mod resolution;
 pub(crate) mod serving;
+mod standalone;
 pub mod tls;
 
+pub use catalogs::Catalogs;
 pub use config::{CacheConfig, CatalogSource, CatalogdListen, ListenConfig, ServeConfig};
 pub use error::Error;
 pub use limits::Limits;
 pub use listen::ListenError;
+pub use load::index_image;
 pub use resolution::ResolutionOptions;
+pub use standalone::{CatalogdServer, serve_catalogs};
 
 use lifecycle::Running;
 use listen::Listeners;
 use load::Load;
+use metrics::CatalogFacts;
+use store::cache::OpenIndex;
 use store::cache::Outcome;
 use tracing::{info, warn};
 use unfinished::Unfinished;
@@ -73,7 +80,7 @@ pub async fn build_cache(
     built
 }
 
-/// Binds, starts every listener, loads the catalog meanwhile and serves it from the moment
+/// Binds, starts every listener, loads the catalogs meanwhile and serves each from the moment
 /// it is open; then stops gracefully on `shutdown`.
 async fn serve_until(
     config: ServeConfig,
@@ -81,6 +88,7 @@ async fn serve_until(
     unfinished: &Unfinished,
 ) -> Result<(), Error> {
     let load = Load::new(&config, false, unfinished)?;
+    let more = Load::more(&config, unfinished)?;
     let listeners = Listeners::bind(config.listen).await?;
     let mut running = Running::start(
         listeners,
@@ -88,27 +96,59 @@ async fn serve_until(
         config.limits,
         config.read_limits,
     )?;
+    let mut extra = tokio::task::JoinSet::new();
+    for (name, load) in more {
+        running.announce(&name);
+        extra.spawn(async move { (name, load.spawn_timed().await) });
+    }
     let signal = shutdown;
     tokio::pin!(signal);
     let mut loading = load.spawn_timed();
+    let mut own_loaded = false;
     // The private directory of the served index, if any: kept until the server stops.
     let mut _scratch = None;
-    tokio::select! {
-        loaded = &mut loading => {
-            let (index, facts) =
-                loaded.map_err(|e| Error::Task(format!("loading task failed: {e}")))??;
-            _scratch = running.publish(index, &facts);
-            tokio::select! {
-                _ = &mut signal => {}
-                ended = running.grpc_ended() => return ended,
+    loop {
+        let event = tokio::select! {
+            loaded = &mut loading, if !own_loaded => Event::Own(loaded),
+            Some(joined) = extra.join_next() => Event::More(joined),
+            ended = running.grpc_ended(), if own_loaded => return ended,
+            _ = &mut signal => break,
+        };
+        match event {
+            Event::Own(loaded) => {
+                let (index, facts) =
+                    loaded.map_err(|e| Error::Task(format!("loading task failed: {e}")))??;
+                _scratch = running.publish(index, &facts);
+                own_loaded = true;
+            }
+            Event::More(joined) => {
+                let (name, loaded) =
+                    joined.map_err(|e| Error::Task(format!("loading task failed: {e}")))?;
+                let named = |source| Error::Named {
+                    name: name.clone(),
+                    source: Box::new(source),
+                };
+                let (index, facts) = loaded
+                    .map_err(|e| Error::Task(format!("loading task failed: {e}")))?
+                    .map_err(named)?;
+                running.publish_more(&name, index, &facts);
             }
         }
-        _ = &mut signal => {
-            info!("stopping before the catalog finished loading");
-        }
+    }
+    if !own_loaded {
+        info!("stopping before the catalog finished loading");
     }
     running.stop(config.grace).await;
     Ok(())
+}
+
+/// A catalog's load as its task ends.
+type Loaded = Result<Result<(OpenIndex, CatalogFacts), Error>, tokio::task::JoinError>;
+
+/// What the serving loop waits for: its own catalog loaded, or another one.
+enum Event {
+    Own(Loaded),
+    More(Result<(String, Loaded), tokio::task::JoinError>),
 }
 
 /// Loads the catalog into its cache directory, unless `shutdown` comes first.

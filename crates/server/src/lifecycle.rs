@@ -2,6 +2,7 @@
 //! readiness state and one stop signal. Health says NOT_SERVING and registry calls wait until
 //! the catalog is published; a stop turns readiness off, closes the listeners and gives the
 //! calls and downloads in progress a grace period.
+use super::catalogs::Catalogs;
 use super::error::Error;
 use super::grpc::{self, DESCRIPTOR_SETS, Services};
 use super::limits::Limits;
@@ -24,6 +25,8 @@ use unfinished::ScratchDir;
 pub(crate) struct Running {
     grpc: JoinHandle<Result<(), tonic::transport::Error>>,
     catalogd: JoinHandle<()>,
+    /// What the catalogd API serves: the server's own catalog and those loaded beside it.
+    catalogs: Catalogs,
     publisher: Publisher,
     health: watch::Sender<ServingStatus>,
     stop: watch::Sender<bool>,
@@ -54,14 +57,18 @@ impl Running {
             read_limits,
         };
         let grpc = grpc::start(listeners.grpc, services, limits, stop_rx.clone())?;
+        let catalogs = Catalogs::new();
         let catalogd = match listeners.catalogd {
-            Some((listener, options)) => tokio::spawn(http::serve(
-                listener,
-                catalog,
-                options,
-                metrics.clone(),
-                stop_rx.clone(),
-            )),
+            Some((listener, name, options)) => {
+                catalogs.insert(&name, catalog);
+                tokio::spawn(http::serve(
+                    listener,
+                    catalogs.clone(),
+                    options,
+                    metrics.clone(),
+                    stop_rx.clone(),
+                ))
+            }
             None => tokio::spawn(async {}),
         };
         if let (Some(listener), Some(metrics)) = (listeners.metrics, &metrics) {
@@ -75,6 +82,7 @@ impl Running {
         Ok(Running {
             grpc,
             catalogd,
+            catalogs,
             publisher,
             health,
             stop,
@@ -102,6 +110,25 @@ impl Running {
         self.health.send_replace(ServingStatus::Serving);
         info!("serving registry");
         loaded.scratch
+    }
+
+    /// Names a catalog served over HTTP only, which answers `503` until [`Self::publish_more`]
+    /// serves its index.
+    pub(crate) fn announce(&self, name: &str) {
+        let (_never, loading) = serving::loading();
+        self.catalogs.insert(name, loading);
+    }
+
+    /// Serves `loaded`, described by `facts`, over HTTP as `name`.
+    pub(crate) fn publish_more(&self, name: &str, loaded: OpenIndex, facts: &CatalogFacts) {
+        info!(
+            catalog = name,
+            digest = %facts.digest,
+            bundles = facts.bundles,
+            load_ms = facts.load.as_millis() as u64,
+            "catalog loaded"
+        );
+        self.catalogs.publish(name, loaded);
     }
 
     /// Waits for the gRPC server to end by itself (its transport failed).

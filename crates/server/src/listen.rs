@@ -36,7 +36,8 @@ pub(crate) struct Listeners {
     /// Metrics and HTTP probes (see `endpoint`).
     pub(crate) metrics: Option<TcpListener>,
     /// The catalogd HTTP API, and how it is served.
-    pub(crate) catalogd: Option<(TcpListener, HttpOptions)>,
+    /// The catalogd HTTP API, the name of the server's own catalog there, and how it is served.
+    pub(crate) catalogd: Option<(TcpListener, String, HttpOptions)>,
 }
 
 impl Listeners {
@@ -53,18 +54,24 @@ impl Listeners {
             None => None,
         };
         let catalogd = match listen.catalogd {
-            Some(CatalogdListen { addr, options }) => {
+            Some(CatalogdListen {
+                addr,
+                name,
+                options,
+                more,
+            }) => {
                 let (listener, addr) = bind(&addr).await?;
                 let scheme = if options.tls.is_some() {
                     "https"
                 } else {
                     "http"
                 };
-                info!(
-                    "serving the catalogd API on {scheme}://{addr}/catalogs/{}/api/v1/all",
-                    options.catalog_name
-                );
-                Some((listener, options))
+                for name in std::iter::once(&name).chain(more.iter().map(|(name, _)| name)) {
+                    info!(
+                        "serving the catalogd API on {scheme}://{addr}/catalogs/{name}/api/v1/all"
+                    );
+                }
+                Some((listener, name, options))
             }
             None => None,
         };
@@ -78,7 +85,7 @@ impl Listeners {
 
 /// A listener on `port` (a port number or HOST:PORT), and the address it got (port 0 picks
 /// a free one).
-async fn bind(port: &str) -> Result<(TcpListener, SocketAddr), ListenError> {
+pub(crate) async fn bind(port: &str) -> Result<(TcpListener, SocketAddr), ListenError> {
     let candidates: Vec<SocketAddr> = if let Ok(n) = port.parse::<u16>() {
         // Both families where the host has IPv6 (a dual-stack socket), IPv4 otherwise.
         vec![

@@ -9,6 +9,7 @@ use catalog::file::ReadLimits;
 use image::Registry;
 use source::image::{Fetched, fetch};
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 use store::cache::{self, CacheError, CacheOptions, OpenIndex, Outcome};
 use store::ingest::{Input, Rendered};
@@ -24,6 +25,8 @@ pub(crate) struct Load {
     /// `--cache-only`: the cache directory is the point, so one that cannot be written fails.
     require_cache: bool,
     catalogd_content: bool,
+    /// Only a catalog image will do (catalogd's rule), not a bundle or legacy index image.
+    catalog_images_only: bool,
     read_limits: ReadLimits,
     /// Where the unpacked image and the index being written are listed while in progress.
     unfinished: Unfinished,
@@ -32,33 +35,92 @@ pub(crate) struct Load {
 /// A [`CatalogSource`] ready to read: an image comes with its registry client.
 enum Acquire {
     Dir(PathBuf),
-    Image(Registry, String),
+    Image(Arc<Registry>, String),
+}
+
+impl Acquire {
+    /// An image's registry client is made here, so that options it cannot use (an unreadable
+    /// CA file, say) fail before anything starts.
+    fn of(source: &CatalogSource) -> Result<Acquire, Error> {
+        Ok(match source {
+            CatalogSource::Dir(dir) => Acquire::Dir(dir.clone()),
+            CatalogSource::Image { reference, client } => {
+                let registry = Registry::new(client).map_err(source::Error::from)?;
+                Acquire::Image(Arc::new(registry), reference.clone())
+            }
+        })
+    }
 }
 
 impl Load {
-    /// The load of `config`'s catalog. An image's registry client is made here, so that
-    /// options it cannot use (an unreadable CA file, say) fail before anything starts.
+    /// The load of `config`'s catalog.
     pub(crate) fn new(
         config: &ServeConfig,
         require_cache: bool,
         unfinished: &Unfinished,
     ) -> Result<Load, Error> {
-        let catalog = match &config.catalog {
-            CatalogSource::Dir(dir) => Acquire::Dir(dir.clone()),
-            CatalogSource::Image { reference, client } => {
-                let registry = Registry::new(client).map_err(source::Error::from)?;
-                Acquire::Image(registry, reference.clone())
-            }
-        };
         Ok(Load {
-            catalog,
+            catalog: Acquire::of(&config.catalog)?,
             cache_dir: config.cache.dir.clone(),
             enforce_integrity: config.cache.enforce_integrity,
             require_cache,
             catalogd_content: config.listen.catalogd.is_some(),
+            catalog_images_only: false,
             read_limits: config.read_limits,
             unfinished: unfinished.clone(),
         })
+    }
+
+    /// The loads of the catalogs `config` serves over HTTP only, by name; with a cache
+    /// directory, each keeps its index in `DIR/catalogs/NAME`.
+    pub(crate) fn more(
+        config: &ServeConfig,
+        unfinished: &Unfinished,
+    ) -> Result<Vec<(String, Load)>, Error> {
+        let Some(listen) = &config.listen.catalogd else {
+            return Ok(Vec::new());
+        };
+        let mut loads = Vec::new();
+        for (name, source) in &listen.more {
+            loads.push((
+                name.clone(),
+                Load {
+                    catalog: Acquire::of(source)?,
+                    cache_dir: config
+                        .cache
+                        .dir
+                        .as_ref()
+                        .map(|dir| dir.join("catalogs").join(name)),
+                    enforce_integrity: config.cache.enforce_integrity,
+                    require_cache: false,
+                    catalogd_content: true,
+                    catalog_images_only: false,
+                    read_limits: config.read_limits,
+                    unfinished: unfinished.clone(),
+                },
+            ));
+        }
+        Ok(loads)
+    }
+
+    /// The load of catalog image `reference`, indexed with the catalogd API's content in a
+    /// private directory.
+    fn image(
+        registry: Arc<Registry>,
+        reference: &str,
+        read_limits: ReadLimits,
+        unfinished: &Unfinished,
+    ) -> Load {
+        Load {
+            catalog: Acquire::Image(registry, reference.to_owned()),
+            cache_dir: None,
+            enforce_integrity: false,
+            require_cache: false,
+            catalogd_content: true,
+            catalog_images_only: true,
+            read_limits,
+            unfinished: unfinished.clone(),
+        }
     }
 
     /// Acquires the catalog and opens its index. Blocking; an image is pulled on the
@@ -77,6 +139,13 @@ impl Load {
                     })?;
                 match fetched {
                     Fetched::Dir(dir) => Input::Dir(&unpacked.insert(dir).root, self.read_limits),
+                    Fetched::Rendered(_) if self.catalog_images_only => {
+                        return Err(source::Error::Invalid(format!(
+                            "catalog image {reference:?} is missing the required label {:?}",
+                            image::LABEL_FBC
+                        ))
+                        .into());
+                    }
                     Fetched::Rendered(dc) => {
                         Input::Rendered(rendered.insert(Rendered::new(reference, &dc)))
                     }
@@ -125,4 +194,17 @@ fn catalog_facts(loaded: &OpenIndex, took: Duration) -> Result<CatalogFacts, Cac
         warm: matches!(loaded.outcome, Outcome::Reused),
         load: took,
     })
+}
+
+/// Pulls catalog image `reference` (one with the FBC label; best named by digest: what is indexed is what it names
+/// when pulled) and indexes it for the catalogd API in a private directory, which the index
+/// returned keeps. Blocking, on a thread of a Tokio runtime (the pull runs on it); files being
+/// written are listed on `unfinished` meanwhile.
+pub fn index_image(
+    registry: Arc<Registry>,
+    reference: &str,
+    read_limits: ReadLimits,
+    unfinished: &Unfinished,
+) -> Result<OpenIndex, Error> {
+    Load::image(registry, reference, read_limits, unfinished).open()
 }

@@ -14,6 +14,7 @@ use store::{self, QueryError, Store};
 use tokio::sync::{Semaphore, mpsc, watch};
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::Status;
+use unfinished::ScratchDir;
 
 /// A page of a stream ends at whichever comes first.
 const PAGE_ITEMS: usize = 256;
@@ -30,6 +31,9 @@ pub(crate) struct ServedCatalog {
     rx: watch::Receiver<Option<Arc<Store>>>,
     connections: Arc<Semaphore>,
     bulk: Arc<Semaphore>,
+    /// The private directory of an index published whole (see [`ServedCatalog::ready`]):
+    /// removed only when the last handle (a download still streaming it) goes away.
+    _scratch: Option<Arc<ScratchDir>>,
 }
 
 /// Makes the catalog available once it is loaded.
@@ -43,12 +47,25 @@ impl Publisher {
 
 pub(crate) fn loading() -> (Publisher, ServedCatalog) {
     let (tx, rx) = watch::channel(None);
-    let catalog = ServedCatalog {
-        rx,
-        connections: Arc::new(Semaphore::new(store::MAX_CONNECTIONS)),
-        bulk: Arc::new(Semaphore::new(BULK_CONNECTIONS)),
-    };
-    (Publisher(tx), catalog)
+    (Publisher(tx), ServedCatalog::new(rx, None))
+}
+
+impl ServedCatalog {
+    fn new(rx: watch::Receiver<Option<Arc<Store>>>, scratch: Option<ScratchDir>) -> Self {
+        ServedCatalog {
+            rx,
+            connections: Arc::new(Semaphore::new(store::MAX_CONNECTIONS)),
+            bulk: Arc::new(Semaphore::new(BULK_CONNECTIONS)),
+            _scratch: scratch.map(Arc::new),
+        }
+    }
+
+    /// A catalog whose index is open already, with the private directory it lives in (if any).
+    pub(crate) fn ready(store: Store, scratch: Option<ScratchDir>) -> Self {
+        // The receiver keeps the value after its sender is gone.
+        let (_, rx) = watch::channel(Some(Arc::new(store)));
+        ServedCatalog::new(rx, scratch)
+    }
 }
 
 /// Caps a message that may echo what a client sent, so that an answer's grpc-message stays

@@ -356,6 +356,26 @@ impl MetasFilter {
     }
 }
 
+/// The `WHERE` conditions of `filter` after `first` (the first of the filter's placeholders
+/// is `?{first + 1}`), and the values they bind, in order. One statement per combination of
+/// filters, so that each can use its index (a `?1 IS NULL OR schema = ?1` form could use none).
+fn filter_sql(filter: &MetasFilter, first: usize) -> (String, Vec<&str>) {
+    let fields = [
+        ("schema", &filter.schema),
+        ("package", &filter.package),
+        ("name", &filter.name),
+    ];
+    let mut sql = String::new();
+    let mut values: Vec<&str> = Vec::new();
+    for (column, value) in fields {
+        if let Some(value) = value {
+            values.push(value);
+            sql.push_str(&format!(" AND {column} = ?{}", first + values.len()));
+        }
+    }
+    (sql, values)
+}
+
 /// Appends to `out` the lines matching `filter` after offset `after` (exclusive), in offset
 /// order, stopping after the line that brings `out` to `budget` bytes or more. Returns the
 /// offset of the last line appended, or `None` when there are no more.
@@ -367,22 +387,10 @@ pub fn read_metas(
     out: &mut Vec<u8>,
 ) -> Result<Option<i64>, QueryError> {
     let start = out.len();
-    let fields = [
-        ("schema", &filter.schema),
-        ("package", &filter.package),
-        ("name", &filter.name),
-    ];
-    // One statement per combination of filters, so that each can use its index (a
-    // `?1 IS NULL OR schema = ?1` form could use none).
-    let mut sql = String::from("SELECT offset, line FROM content_line WHERE offset > ?1");
-    let mut values: Vec<&str> = Vec::new();
-    for (column, value) in fields {
-        if let Some(value) = value {
-            values.push(value);
-            sql.push_str(&format!(" AND {column} = ?{}", values.len() + 1));
-        }
-    }
-    sql.push_str(" ORDER BY offset");
+    let (conditions, values) = filter_sql(filter, 1);
+    let sql = format!(
+        "SELECT offset, line FROM content_line WHERE offset > ?1{conditions} ORDER BY offset"
+    );
     let mut stmt = conn.prepare_cached(&sql)?;
     let mut bound: Vec<&dyn rusqlite::ToSql> = vec![&after];
     bound.extend(values.iter().map(|v| v as &dyn rusqlite::ToSql));
@@ -396,6 +404,43 @@ pub fn read_metas(
         }
     }
     Ok(last)
+}
+
+/// What [`documents`] calls with each document (its `schema` and its text); it answers whether
+/// to go on.
+pub type EachDocument<'a> = dyn FnMut(&str, &[u8]) -> Result<bool, QueryError> + 'a;
+
+/// The documents matching `filter`, in catalog order: skips the first `skip` of them, then
+/// calls `each` with the `schema` and the canonical JSON text (with its `\n`) of each until
+/// `limit` have been given or `each` returns `false`. The one way documents are read one by
+/// one (GraphQL's pages and its schema derivation), so that how lines are stored is known
+/// here only.
+pub fn documents(
+    conn: &Connection,
+    filter: &MetasFilter,
+    skip: u64,
+    limit: u64,
+    each: &mut EachDocument<'_>,
+) -> Result<(), QueryError> {
+    let (conditions, values) = filter_sql(filter, 2);
+    let sql = format!(
+        "SELECT schema, line FROM content_line WHERE 1{conditions} ORDER BY offset LIMIT ?1 OFFSET ?2"
+    );
+    let mut stmt = conn.prepare_cached(&sql)?;
+    let (limit, skip) = (
+        i64::try_from(limit).unwrap_or(i64::MAX),
+        i64::try_from(skip).unwrap_or(i64::MAX),
+    );
+    let mut bound: Vec<&dyn rusqlite::ToSql> = vec![&limit, &skip];
+    bound.extend(values.iter().map(|v| v as &dyn rusqlite::ToSql));
+    let mut rows = stmt.query(bound.as_slice())?;
+    while let Some(row) = rows.next()? {
+        let schema = row.get_ref(0)?.as_str().map_err(rusqlite::Error::from)?;
+        if !each(schema, blob(row, 1)?)? {
+            break;
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -531,5 +576,50 @@ mod tests {
             }),
             ""
         );
+    }
+
+    #[test]
+    fn documents_are_paged_in_catalog_order() {
+        let conn = store(&[
+            serde_json::json!({"schema": "olm.package", "name": "p"}),
+            serde_json::json!({"schema": "olm.bundle", "package": "p", "name": "b1"}),
+            serde_json::json!({"name": "no schema"}),
+            serde_json::json!({"schema": "olm.bundle", "package": "p", "name": "b2"}),
+            serde_json::json!({"schema": "olm.bundle", "package": "q", "name": "b3"}),
+        ]);
+        let read = |filter: &MetasFilter, skip, limit, stop_after: usize| {
+            let mut seen = Vec::new();
+            documents(&conn, filter, skip, limit, &mut |schema, line| {
+                seen.push(format!(
+                    "{schema} {}",
+                    String::from_utf8_lossy(line).trim_end()
+                ));
+                Ok(seen.len() < stop_after)
+            })
+            .unwrap();
+            seen
+        };
+        let bundles = MetasFilter {
+            schema: Some("olm.bundle".into()),
+            ..Default::default()
+        };
+        assert_eq!(
+            read(&bundles, 1, 5, usize::MAX),
+            [
+                "olm.bundle {\"name\":\"b2\",\"package\":\"p\",\"schema\":\"olm.bundle\"}",
+                "olm.bundle {\"name\":\"b3\",\"package\":\"q\",\"schema\":\"olm.bundle\"}"
+            ]
+        );
+        assert_eq!(read(&bundles, 0, 1, usize::MAX).len(), 1);
+        assert_eq!(read(&bundles, 3, 100, usize::MAX).len(), 0);
+        let all = read(&MetasFilter::default(), 0, u64::MAX, usize::MAX);
+        assert_eq!(all.len(), 5);
+        assert_eq!(all[2], " {\"name\":\"no schema\"}");
+        assert_eq!(read(&MetasFilter::default(), 0, u64::MAX, 2).len(), 2);
+        let p_bundles = MetasFilter {
+            package: Some("p".into()),
+            ..bundles
+        };
+        assert_eq!(read(&p_bundles, 0, 100, usize::MAX).len(), 2);
     }
 }

@@ -66,21 +66,26 @@ impl Server {
     /// The same, with `command` as the program (a wrapper that sets limits, say, and runs
     /// its arguments).
     pub fn start_with(command: Command, catalog: &Path, extra: &[&str]) -> Server {
-        Server::launch(command, catalog, "127.0.0.1:0", extra)
+        Server::launch(command, Some(catalog), "127.0.0.1:0", extra)
+    }
+
+    /// Starts `serve` without SOURCE (its catalogs given by `extra`'s `--catalog` flags).
+    pub fn start_without_source(extra: &[&str]) -> Server {
+        Server::launch(Command::new(BIN), None, "127.0.0.1:0", extra)
     }
 
     /// Starts `serve <catalog>` on `addr` (HOST:PORT), e.g. to restart a server where its
     /// clients know it.
     pub fn start_at(catalog: &Path, addr: &str, extra: &[&str]) -> Server {
-        Server::launch(Command::new(BIN), catalog, addr, extra)
+        Server::launch(Command::new(BIN), Some(catalog), addr, extra)
     }
 
-    fn launch(mut command: Command, catalog: &Path, addr: &str, extra: &[&str]) -> Server {
+    fn launch(mut command: Command, catalog: Option<&Path>, addr: &str, extra: &[&str]) -> Server {
         let dir = tempfile::tempdir().unwrap();
         let termination_log = dir.path().join("termination-log");
         let mut child = command
             .arg("serve")
-            .arg(catalog)
+            .args(catalog)
             .args(["-p", addr, "-t"])
             .arg(&termination_log)
             .args(extra)

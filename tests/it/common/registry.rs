@@ -5,7 +5,7 @@
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
+use std::sync::{Arc, Mutex, mpsc};
 use std::time::Duration;
 
 pub struct TestRegistry {
@@ -17,6 +17,8 @@ pub struct TestRegistry {
     pub ca_file: Option<PathBuf>,
     /// A docker config.json with the right credentials (auth registries).
     pub auth_file: Option<PathBuf>,
+    /// The request lines of its access log (`GET /v2/… HTTP/1.1`), in order.
+    requests: Arc<Mutex<Vec<String>>>,
 }
 
 fn run(cmd: &mut Command) {
@@ -104,15 +106,20 @@ impl TestRegistry {
 
     /// A registry over plain HTTP, no auth.
     pub fn plain() -> TestRegistry {
-        Self::start(false)
+        Self::start(false, true)
+    }
+
+    /// A registry over plain HTTP that refuses deletes (distribution's default).
+    pub fn plain_without_deletes() -> TestRegistry {
+        Self::start(false, false)
     }
 
     /// A registry over TLS (test CA) with basic auth user `tester` / `s3cret`.
     pub fn secure() -> TestRegistry {
-        Self::start(true)
+        Self::start(true, true)
     }
 
-    fn start(secure: bool) -> TestRegistry {
+    fn start(secure: bool, deletes: bool) -> TestRegistry {
         let dir = tempfile::tempdir().unwrap();
         let mut extra = String::new();
         let (mut ca_file, mut auth_file) = (None, None);
@@ -143,8 +150,8 @@ impl TestRegistry {
         std::fs::write(
             &config,
             format!(
-                "version: 0.1\nlog: {{level: info, accesslog: {{disabled: true}}}}\n\
-                 storage: {{filesystem: {{rootdirectory: {}}}, delete: {{enabled: true}}}}\n\
+                "version: 0.1\nlog: {{level: info, accesslog: {{disabled: false}}}}\n\
+                 storage: {{filesystem: {{rootdirectory: {}}}, delete: {{enabled: {deletes}}}}}\n\
                  health: {{storagedriver: {{enabled: false}}}}\n\
                  http:\n  addr: 127.0.0.1:0\n  secret: local-test-only\n{extra}",
                 dir.path().join("data").display()
@@ -154,7 +161,7 @@ impl TestRegistry {
         let mut child = Command::new("docker-registry")
             .arg("serve")
             .arg(&config)
-            .stdout(Stdio::null())
+            .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
             .expect(
@@ -170,6 +177,17 @@ impl TestRegistry {
                         .take_while(|c| !c.is_whitespace() && !matches!(c, '"' | ','))
                         .collect();
                     let _ = tx.send(addr);
+                }
+            }
+        });
+        // The access log (on stdout): `… "GET /v2/… HTTP/1.1" 200 …`, one line a request.
+        let requests = Arc::new(Mutex::new(Vec::new()));
+        let stdout = child.stdout.take().unwrap();
+        let log = requests.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if let Some(request) = line.split('"').nth(1) {
+                    log.lock().unwrap().push(request.to_owned());
                 }
             }
         });
@@ -189,13 +207,27 @@ impl TestRegistry {
             dir,
             ca_file,
             auth_file,
+            requests,
         }
+    }
+
+    /// The requests it answered so far (`GET /v2/… HTTP/1.1`), in order.
+    pub fn requests(&self) -> Vec<String> {
+        self.requests.lock().unwrap().clone()
     }
 
     /// Stops the registry (for "registry went away" tests); its storage stays.
     pub fn stop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+
+    /// Runs docker-registry's offline garbage collector over this registry's storage: blobs
+    /// no manifest names any more are removed (nothing is uploading meanwhile).
+    pub fn garbage_collect(&self) {
+        run(Command::new("docker-registry")
+            .arg("garbage-collect")
+            .arg(self.dir.path().join("config.yml")));
     }
 
     /// The files of the blob with this digest in the registry's storage.

@@ -1,12 +1,18 @@
 //! One request to the catalogd API, answered as catalogd answers it (catalogd-http.md §1–§6),
 //! checks in its order: route, method, catalog name, metas parameters, catalog, validators,
-//! then the body. Until the catalog is loaded its routes answer `503`.
+//! then the body. A catalog named on the command line answers `503` until it is loaded; one
+//! not served (never published, or removed) answers `404`. A GraphQL request goes to its own
+//! module after the catalog name is checked.
 use super::body::{self, Body, Source};
 use super::conditional::{self, Decision, Validators};
 use super::encoding::{self, THRESHOLD};
+use super::graphql;
 use super::range::{self, Ranged};
 use super::routes::{self, Endpoint, Routed};
 use super::{Http, Timing};
+use crate::catalogs::Served;
+use bytes::Bytes;
+use http::request::Parts;
 use http::{HeaderMap, HeaderValue, Method, Request, Response, StatusCode, header};
 use std::sync::Arc;
 use std::time::Instant;
@@ -19,20 +25,24 @@ pub(crate) struct Loaded {
     last_modified: HeaderValue,
 }
 
-pub(crate) async fn handle<B>(http: Arc<Http>, req: Request<B>) -> Response<Body> {
+pub(crate) async fn handle<B>(http: Arc<Http>, req: Request<B>) -> Response<Body>
+where
+    B: http_body::Body<Data = Bytes> + Unpin,
+{
     let timing = Timing {
         metrics: http.metrics.clone(),
         started: Instant::now(),
         code: 0,
     };
-    let (response, timing) = answer(&http, &req, timing).await;
+    let (parts, body) = req.into_parts();
+    let (response, timing) = answer(&http, &parts, body, timing).await;
     let mut response = response;
     response
         .headers_mut()
         .insert(header::VARY, HeaderValue::from_static("Accept-Encoding"));
     tracing::debug!(
-        method = %req.method(),
-        uri = %req.uri(),
+        method = %parts.method,
+        uri = %parts.uri,
         status = response.status().as_u16(),
         "catalogd API request"
     );
@@ -44,20 +54,28 @@ pub(crate) async fn handle<B>(http: Arc<Http>, req: Request<B>) -> Response<Body
 /// takes its timing along and records it when it ends).
 async fn answer<B>(
     http: &Http,
-    req: &Request<B>,
+    req: &Parts,
+    body: B,
     mut timing: Timing,
-) -> (Response<Body>, Option<Timing>) {
-    let uri = req.uri();
-    let (endpoint, catalog) = match routes::route(uri.path(), uri.query(), http.metas) {
+) -> (Response<Body>, Option<Timing>)
+where
+    B: http_body::Body<Data = Bytes> + Unpin,
+{
+    let uri = &req.uri;
+    let (endpoint, catalog) = match routes::route(uri.path(), uri.query(), http.optional) {
         Routed::Redirect(location) => {
             timing.code = 301;
-            return (redirect(req.method(), &location), Some(timing));
+            return (redirect(&req.method, &location), Some(timing));
         }
         Routed::Unknown => return error(timing, StatusCode::NOT_FOUND, "404 page not found"),
         Routed::Found { endpoint, catalog } => (endpoint, catalog),
     };
-    let method = req.method();
-    if method != Method::GET && method != Method::HEAD {
+    let method = &req.method;
+    let allowed = match endpoint {
+        Endpoint::Graphql => method == Method::POST,
+        Endpoint::All | Endpoint::Metas => method == Method::GET || method == Method::HEAD,
+    };
+    if !allowed {
         return error(timing, StatusCode::METHOD_NOT_ALLOWED, "Method Not Allowed");
     }
     let problems = routes::dns1123_problems(&catalog);
@@ -65,21 +83,29 @@ async fn answer<B>(
         let message = format!("invalid catalog name: {}", problems.join("; "));
         return error(timing, StatusCode::BAD_REQUEST, &message);
     }
+    if endpoint == Endpoint::Graphql {
+        let served = http.catalogs.get(&catalog);
+        let catalog_of = served.as_ref().map(|served| &served.catalog);
+        let response =
+            graphql::answer(&http.graphql, &catalog, catalog_of, &req.headers, body).await;
+        timing.code = response.status().as_u16();
+        return (response, Some(timing));
+    }
     let filter = match endpoint {
         Endpoint::Metas => match routes::metas_filter(uri.query()) {
             Ok(filter) => Some(filter),
             Err(_) => return error(timing, StatusCode::BAD_REQUEST, "400 Bad Request"),
         },
-        Endpoint::All => None,
+        Endpoint::All | Endpoint::Graphql => None,
     };
-    if catalog != http.name {
+    let Some(served) = http.catalogs.get(&catalog) else {
         return error(timing, StatusCode::NOT_FOUND, "404 Not Found");
-    }
-    if http.catalog.loaded().is_none() {
+    };
+    if served.catalog.loaded().is_none() {
         let message = format!("503 Service Unavailable: catalog {catalog:?} is still loading");
         return error(timing, StatusCode::SERVICE_UNAVAILABLE, &message);
     }
-    let loaded = match http.loaded().await {
+    let loaded = match served.loaded().await {
         Ok(loaded) => loaded,
         Err(e) => {
             tracing::error!("catalogd API: {e}");
@@ -94,7 +120,7 @@ async fn answer<B>(
         modified: loaded.facts.built_at,
         etag: &loaded.etag,
     };
-    let use_range = match conditional::evaluate(method, req.headers(), &validators) {
+    let use_range = match conditional::evaluate(method, &req.headers, &validators) {
         Decision::Proceed { range } => range,
         Decision::NotModified => {
             timing.code = 304;
@@ -112,7 +138,7 @@ async fn answer<B>(
     };
     let coding = if method == Method::GET {
         encoding::negotiate(
-            req.headers()
+            req.headers
                 .get(header::ACCEPT_ENCODING)
                 .and_then(|h| h.to_str().ok()),
         )
@@ -121,23 +147,23 @@ async fn answer<B>(
     };
     match filter {
         Some(filter) if !filter.is_empty() => {
-            metas(http, &loaded, method, filter, coding, timing).await
+            metas(&served, &loaded, method, filter, coding, timing).await
         }
-        Some(_) => whole(http, &loaded, method, coding, false, None, timing),
+        Some(_) => whole(&served, &loaded, method, coding, false, None, timing),
         None => {
             let range = req
-                .headers()
+                .headers
                 .get(header::RANGE)
                 .filter(|_| use_range)
                 .and_then(|h| h.to_str().ok());
-            whole(http, &loaded, method, coding, true, range, timing)
+            whole(&served, &loaded, method, coding, true, range, timing)
         }
     }
 }
 
 /// `/api/v1/all`, or metas without a filter (`ranges` false: no range support, no length).
 fn whole(
-    http: &Http,
+    served: &Served,
     loaded: &Loaded,
     method: &Method,
     coding: Option<Coding>,
@@ -197,7 +223,7 @@ fn whole(
         Some(coding) => Source::Compressed { coding, seq: 0 },
         None => Source::Range { from, to },
     };
-    *r.body_mut() = body::stream(http.catalog.clone(), None, source, None, timing);
+    *r.body_mut() = body::stream(served.catalog.clone(), None, source, None, timing);
     (r, None)
 }
 
@@ -205,7 +231,7 @@ fn whole(
 /// fits in it goes out whole with its length unless it is to be compressed (a coding accepted,
 /// 1024 bytes or more: catalogd's compression layer sends smaller bodies as they are).
 async fn metas(
-    http: &Http,
+    served: &Served,
     loaded: &Loaded,
     method: &Method,
     filter: content::MetasFilter,
@@ -219,7 +245,7 @@ async fn metas(
         return (r, Some(timing));
     }
     let mut source = Source::Metas { filter, after: -1 };
-    let first = match source.next(&http.catalog).await {
+    let first = match source.next(&served.catalog).await {
         Ok(first) => first.unwrap_or_default(),
         Err(e) => {
             tracing::error!("catalogd API: reading the catalog: {e}");
@@ -244,7 +270,7 @@ async fn metas(
             HeaderValue::from_static(coding.name()),
         );
     }
-    *r.body_mut() = body::stream(http.catalog.clone(), Some(first), source, coding, timing);
+    *r.body_mut() = body::stream(served.catalog.clone(), Some(first), source, coding, timing);
     (r, None)
 }
 
@@ -313,7 +339,7 @@ fn redirect(method: &Method, location: &str) -> Response<Body> {
     r
 }
 
-impl Http {
+impl Served {
     /// The facts of the loaded content, read from the index once.
     async fn loaded(&self) -> Result<Arc<Loaded>, String> {
         self.content

@@ -1,20 +1,23 @@
-//! The catalogd HTTP API of OLM v1 (catalogd-http.md): `/catalogs/{name}/api/v1/all` and
-//! `/api/v1/metas`, served from the same index as the gRPC API, over HTTP/1.1.
+//! The catalogd HTTP API of OLM v1 (catalogd-http.md): `/catalogs/{name}/api/v1/all`,
+//! `/api/v1/metas` and `/api/v1/graphql` (catalogd-graphql.md) of every catalog in a
+//! [`Catalogs`], each from its own index (which for `serve` is also the gRPC API's), over
+//! HTTP/1.1.
 //!
-//! The listener follows the server's readiness (its catalog routes answer `503` until the
-//! catalog is loaded) and its stop signal: on stop it closes the listening socket, so new
+//! The listener follows the server's readiness (a catalog named on the command line answers
+//! `503` until it is loaded) and its stop signal: on stop it closes the listening socket, so new
 //! connections are refused, lets responses in flight finish and closes idle connections.
 //! Connections are capped; each has a deadline for its request headers and bounded header
 //! and body buffers.
 mod body;
 mod conditional;
 mod encoding;
+mod graphql;
 mod handler;
 mod range;
 mod routes;
 
+use super::catalogs::Catalogs;
 use super::metrics::Metrics;
-use super::serving::ServedCatalog;
 use super::tls::TlsConfig;
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioIo, TokioTimer};
@@ -23,18 +26,19 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{OnceCell, Semaphore, watch};
+use tokio::sync::{Semaphore, watch};
 use tracing::{debug, warn};
 
+pub(crate) use handler::Loaded;
 pub use routes::dns1123_problems;
 
-/// How the catalogd API is served.
+/// How the catalogd API is served (which catalogs: see [`Catalogs`]).
 #[derive(Clone)]
 pub struct HttpOptions {
-    /// The `{catalog}` of the URLs; every other name is `404`.
-    pub catalog_name: String,
     /// Serve `/api/v1/metas` (catalogd keeps it behind an alpha gate, off by default).
     pub metas: bool,
+    /// Serve `/api/v1/graphql` (catalogd keeps it behind an alpha gate, off by default).
+    pub graphql: bool,
     /// Connections open at once; more wait in the listen backlog.
     pub max_connections: usize,
     /// HTTPS with this certificate pair; plain HTTP without.
@@ -44,8 +48,8 @@ pub struct HttpOptions {
 /// catalogd's read timeout: the request headers must arrive within it.
 const READ_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// Bytes a connection may buffer while reading a request (its headers; requests here have no
-/// body).
+/// Bytes a connection may buffer while reading a request's headers (a GraphQL body is read
+/// as it arrives, within its own limit).
 const MAX_REQUEST_BUFFER: usize = 64 << 10;
 
 /// How long to wait before accepting again after accept fails (out of file descriptors).
@@ -82,11 +86,10 @@ impl Handshake for Arc<TlsConfig> {
 
 /// What every request of the listener shares.
 struct Http {
-    catalog: ServedCatalog,
-    name: String,
-    metas: bool,
+    catalogs: Catalogs,
+    optional: routes::Optional,
     metrics: Option<Arc<Metrics>>,
-    content: OnceCell<Arc<handler::Loaded>>,
+    graphql: graphql::Graphql,
 }
 
 /// Records a request's duration by status code when dropped: when its body has been sent
@@ -109,21 +112,21 @@ impl Drop for Timing {
 /// connections still open to finish their responses (the caller bounds that wait).
 pub(crate) async fn serve(
     listener: TcpListener,
-    catalog: ServedCatalog,
+    catalogs: Catalogs,
     options: HttpOptions,
     metrics: Option<Arc<Metrics>>,
     stop: watch::Receiver<bool>,
 ) {
     match options.tls.clone() {
-        Some(tls) => accept(listener, tls, catalog, options, metrics, stop).await,
-        None => accept(listener, Plain, catalog, options, metrics, stop).await,
+        Some(tls) => accept(listener, tls, catalogs, options, metrics, stop).await,
+        None => accept(listener, Plain, catalogs, options, metrics, stop).await,
     }
 }
 
 async fn accept<H: Handshake>(
     listener: TcpListener,
     handshake: H,
-    catalog: ServedCatalog,
+    catalogs: Catalogs,
     options: HttpOptions,
     metrics: Option<Arc<Metrics>>,
     mut stop: watch::Receiver<bool>,
@@ -131,11 +134,13 @@ async fn accept<H: Handshake>(
     let max = options.max_connections.clamp(1, Semaphore::MAX_PERMITS);
     let slots = Arc::new(Semaphore::new(max));
     let http = Arc::new(Http {
-        catalog,
-        name: options.catalog_name,
-        metas: options.metas,
+        catalogs,
+        optional: routes::Optional {
+            metas: options.metas,
+            graphql: options.graphql,
+        },
         metrics,
-        content: OnceCell::new(),
+        graphql: graphql::Graphql::default(),
     });
     loop {
         let slot = tokio::select! {

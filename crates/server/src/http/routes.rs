@@ -1,5 +1,5 @@
 //! Which route a request names (catalogd-http.md §1): `/catalogs/{catalog}/api/v1/all` and,
-//! when enabled, `…/metas`, matched as Go's `ServeMux` matches them: non-canonical paths are
+//! when enabled, `…/metas` and `…/graphql`, matched as Go's `ServeMux` matches them: non-canonical paths are
 //! redirected to their cleaned form, trailing slashes are not tolerated, and the catalog
 //! segment is percent-decoded before it is checked.
 use catalog::model::is_dns1123_label;
@@ -9,6 +9,14 @@ use store::content::MetasFilter;
 pub(crate) enum Endpoint {
     All,
     Metas,
+    Graphql,
+}
+
+/// The endpoints served besides `all` (catalogd keeps each behind an alpha gate).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Optional {
+    pub(crate) metas: bool,
+    pub(crate) graphql: bool,
 }
 
 #[derive(Debug, PartialEq, Eq)]
@@ -23,7 +31,7 @@ pub(crate) enum Routed {
     },
 }
 
-pub(crate) fn route(path: &str, query: Option<&str>, metas: bool) -> Routed {
+pub(crate) fn route(path: &str, query: Option<&str>, optional: Optional) -> Routed {
     let clean = clean_path(path);
     if clean != path {
         return Routed::Redirect(match query {
@@ -45,8 +53,10 @@ pub(crate) fn route(path: &str, query: Option<&str>, metas: bool) -> Routed {
     }
     let endpoint = if literal(last, "all") {
         Endpoint::All
-    } else if metas && literal(last, "metas") {
+    } else if optional.metas && literal(last, "metas") {
         Endpoint::Metas
+    } else if optional.graphql && literal(last, "graphql") {
+        Endpoint::Graphql
     } else {
         return Routed::Unknown;
     };
@@ -156,22 +166,39 @@ mod tests {
         }
     }
 
+    const BOTH: Optional = Optional {
+        metas: true,
+        graphql: true,
+    };
+    const NEITHER: Optional = Optional {
+        metas: false,
+        graphql: false,
+    };
+
     #[test]
     fn routes_as_go_serve_mux() {
         assert_eq!(
-            route("/catalogs/tiny/api/v1/all", None, true),
+            route("/catalogs/tiny/api/v1/all", None, BOTH),
             found(Endpoint::All, "tiny")
         );
         assert_eq!(
-            route("/catalogs/tiny/api/v1/metas", None, true),
+            route("/catalogs/tiny/api/v1/metas", None, BOTH),
             found(Endpoint::Metas, "tiny")
         );
         assert_eq!(
-            route("/catalogs/tiny/api/v1/metas", None, false),
+            route("/catalogs/tiny/api/v1/metas", None, NEITHER),
             Routed::Unknown
         );
         assert_eq!(
-            route("/catalogs/T%69ny/api/v1/all", None, true),
+            route("/catalogs/tiny/api/v1/graphql", None, BOTH),
+            found(Endpoint::Graphql, "tiny")
+        );
+        assert_eq!(
+            route("/catalogs/tiny/api/v1/graphql", None, NEITHER),
+            Routed::Unknown
+        );
+        assert_eq!(
+            route("/catalogs/T%69ny/api/v1/all", None, BOTH),
             found(Endpoint::All, "Tiny")
         );
         for unknown in [
@@ -180,21 +207,22 @@ mod tests {
             "/catalogs/tiny/",
             "/catalogs/tiny/api/v1",
             "/catalogs/tiny/api/v1/all/",
+            "/catalogs/tiny/api/v1/graphql/",
             "/catalogs/tiny.jsonl",
             "/catalogs/tiny/api/v2/all",
         ] {
-            assert_eq!(route(unknown, None, true), Routed::Unknown, "{unknown}");
+            assert_eq!(route(unknown, None, BOTH), Routed::Unknown, "{unknown}");
         }
         assert_eq!(
-            route("/catalogs//tiny/api/v1/all", Some("a=1"), true),
+            route("/catalogs//tiny/api/v1/all", Some("a=1"), BOTH),
             Routed::Redirect("/catalogs/tiny/api/v1/all?a=1".into())
         );
         assert_eq!(
-            route("/catalogs/x/../tiny/./api/v1/all/", None, true),
+            route("/catalogs/x/../tiny/./api/v1/all/", None, BOTH),
             Routed::Redirect("/catalogs/tiny/api/v1/all/".into())
         );
         assert_eq!(
-            route("/catalogs/tiny/api/v1/all/..", None, true),
+            route("/catalogs/tiny/api/v1/all/..", None, BOTH),
             Routed::Redirect("/catalogs/tiny/api/v1".into())
         );
     }
