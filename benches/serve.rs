@@ -13,8 +13,8 @@
 #[path = "common/server.rs"]
 mod server;
 
+use api::ListBundlesRequest;
 use api::registry_client::RegistryClient;
-use api::{GetBundleRequest, ListBundlesRequest};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -26,7 +26,15 @@ struct Options {
     metrics_rounds: usize,
 }
 
-type Keys = std::sync::Arc<Vec<(String, String, String)>>;
+impl Options {
+    fn load(&self) -> server::LoadShape {
+        server::LoadShape {
+            callers: self.callers,
+            seconds: self.seconds,
+            connections: self.connections,
+        }
+    }
+}
 
 fn options() -> Options {
     let mut args = std::env::args().skip(1).filter(|a| a != "--bench");
@@ -140,16 +148,17 @@ async fn main() {
     }
     println!("ListBundles best: {:.3} s", best.as_secs_f64());
 
-    let keys: Keys = std::sync::Arc::new(keys);
-    let load = get_bundle_load(&server, &keys, &opts).await;
+    let keys: server::Keys = std::sync::Arc::new(keys);
+    let load = server::get_bundle_load(&server, &keys, opts.load()).await;
     println!(
-        "GetBundle x{} callers: {:.0} calls/s, p50 {:.2} ms, p99 {:.2} ms, {:.0} MiB/s of manifests, server used {:.2} cores",
+        "GetBundle x{} callers: {:.0} calls/s, p50 {:.2} ms, p99 {:.2} ms, {:.0} MiB/s of manifests, server used {:.2} cores ({:.1} µs CPU per call)",
         opts.callers,
         load.calls_per_second(),
         server::percentile(&load.latencies, 0.50).as_secs_f64() * 1e3,
         server::percentile(&load.latencies, 0.99).as_secs_f64() * 1e3,
         load.bytes as f64 / load.elapsed / 1048576.0,
-        load.server_cores
+        load.server_cores,
+        load.cpu_us_per_call()
     );
     let (peak, rss) = server::memory(server.child.id());
     println!("serving after the load: peak RSS {peak:.0} MiB, RSS now {rss:.0} MiB");
@@ -160,82 +169,10 @@ async fn main() {
     }
 }
 
-/// What one GetBundle load measured.
-struct Load {
-    /// Sorted.
-    latencies: Vec<Duration>,
-    bytes: usize,
-    elapsed: f64,
-    server_cores: f64,
-}
-
-impl Load {
-    fn calls_per_second(&self) -> f64 {
-        self.latencies.len() as f64 / self.elapsed
-    }
-}
-
-/// GetBundle from `opts.callers` concurrent callers over a few connections for
-/// `opts.seconds`, every response decoded.
-async fn get_bundle_load(server: &server::Running, keys: &Keys, opts: &Options) -> Load {
-    let mut channels = Vec::new();
-    for _ in 0..opts.connections {
-        channels.push(server::channel(&server.addr).await);
-    }
-    let deadline = Instant::now() + Duration::from_secs(opts.seconds);
-    let mut tasks = Vec::new();
-    for caller in 0..opts.callers {
-        let keys = keys.clone();
-        let mut client = RegistryClient::new(channels[caller % channels.len()].clone())
-            .max_decoding_message_size(usize::MAX);
-        tasks.push(tokio::spawn(async move {
-            let mut latencies = Vec::new();
-            let mut bytes = 0usize;
-            let mut i = caller * 7919;
-            while Instant::now() < deadline {
-                let (p, c, b) = &keys[i % keys.len()];
-                i += 1;
-                let t = Instant::now();
-                let bundle = client
-                    .get_bundle(GetBundleRequest {
-                        pkg_name: p.clone(),
-                        channel_name: c.clone(),
-                        csv_name: b.clone(),
-                    })
-                    .await
-                    .unwrap()
-                    .into_inner();
-                latencies.push(t.elapsed());
-                bytes +=
-                    bundle.csv_json.len() + bundle.object.iter().map(String::len).sum::<usize>();
-            }
-            (latencies, bytes)
-        }));
-    }
-    let started = Instant::now();
-    let server_cpu = server::cpu_seconds(server.child.id());
-    let mut latencies = Vec::new();
-    let mut bytes = 0;
-    for t in tasks {
-        let (l, b) = t.await.unwrap();
-        latencies.extend(l);
-        bytes += b;
-    }
-    let elapsed = started.elapsed().as_secs_f64();
-    let server_cores = (server::cpu_seconds(server.child.id()) - server_cpu) / elapsed;
-    latencies.sort();
-    Load {
-        latencies,
-        bytes,
-        elapsed,
-        server_cores,
-    }
-}
-
 /// GetBundle throughput and server CPU time per call without and with metrics, alternately,
 /// and the medians. CPU per call is the steadier figure on a shared machine: throughput
 /// moves with what the neighbours run.
-async fn compare_metrics(opts: &Options, cache: &Path, keys: &Keys) {
+async fn compare_metrics(opts: &Options, cache: &Path, keys: &server::Keys) {
     let mut figures: [Vec<(f64, f64)>; 2] = [Vec::new(), Vec::new()];
     for round in 0..opts.metrics_rounds {
         let order = if round % 2 == 0 {
@@ -251,9 +188,9 @@ async fn compare_metrics(opts: &Options, cache: &Path, keys: &Keys) {
             };
             let server = server::start(&opts.catalog, cache, extra);
             server::wait_serving(&server.addr).await;
-            let load = get_bundle_load(&server, keys, opts).await;
+            let load = server::get_bundle_load(&server, keys, opts.load()).await;
             let rate = load.calls_per_second();
-            let cpu_us = load.server_cores / rate * 1e6;
+            let cpu_us = load.cpu_us_per_call();
             println!(
                 "round {round}, metrics {}: {rate:.0} calls/s, {cpu_us:.1} µs server CPU per call",
                 if metrics { "on" } else { "off" }

@@ -104,3 +104,95 @@ pub async fn wait_serving(addr: &str) {
 pub fn percentile(sorted: &[Duration], p: f64) -> Duration {
     sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
 }
+
+/// (package, channel, CSV name) of every bundle, the keys a GetBundle load asks for.
+pub type Keys = std::sync::Arc<Vec<(String, String, String)>>;
+
+/// How a GetBundle load is driven.
+#[derive(Clone, Copy)]
+pub struct LoadShape {
+    /// Concurrent callers, spread over `connections` HTTP/2 connections.
+    pub callers: usize,
+    pub seconds: u64,
+    pub connections: usize,
+}
+
+/// What one GetBundle load measured.
+pub struct Load {
+    /// Sorted.
+    pub latencies: Vec<Duration>,
+    pub bytes: usize,
+    pub elapsed: f64,
+    pub server_cores: f64,
+}
+
+impl Load {
+    pub fn calls_per_second(&self) -> f64 {
+        self.latencies.len() as f64 / self.elapsed
+    }
+
+    /// Server CPU time per call, in microseconds.
+    pub fn cpu_us_per_call(&self) -> f64 {
+        self.server_cores / self.calls_per_second() * 1e6
+    }
+}
+
+/// GetBundle from `shape.callers` concurrent callers over a few connections for
+/// `shape.seconds`, every response decoded.
+pub async fn get_bundle_load(server: &Running, keys: &Keys, shape: LoadShape) -> Load {
+    use api::GetBundleRequest;
+    use api::registry_client::RegistryClient;
+    use std::time::Instant;
+    let mut channels = Vec::new();
+    for _ in 0..shape.connections {
+        channels.push(channel(&server.addr).await);
+    }
+    let deadline = Instant::now() + Duration::from_secs(shape.seconds);
+    let mut tasks = Vec::new();
+    for caller in 0..shape.callers {
+        let keys = keys.clone();
+        let mut client = RegistryClient::new(channels[caller % channels.len()].clone())
+            .max_decoding_message_size(usize::MAX);
+        tasks.push(tokio::spawn(async move {
+            let mut latencies = Vec::new();
+            let mut bytes = 0usize;
+            let mut i = caller * 7919;
+            while Instant::now() < deadline {
+                let (p, c, b) = &keys[i % keys.len()];
+                i += 1;
+                let t = Instant::now();
+                let bundle = client
+                    .get_bundle(GetBundleRequest {
+                        pkg_name: p.clone(),
+                        channel_name: c.clone(),
+                        csv_name: b.clone(),
+                    })
+                    .await
+                    .unwrap()
+                    .into_inner();
+                latencies.push(t.elapsed());
+                bytes +=
+                    bundle.csv_json.len() + bundle.object.iter().map(String::len).sum::<usize>();
+            }
+            (latencies, bytes)
+        }));
+    }
+    let started = Instant::now();
+    let server_cpu = cpu_seconds(server.child.id());
+    let mut latencies = Vec::new();
+    let mut bytes = 0;
+    for t in tasks {
+        let (l, b) = t.await.unwrap();
+        latencies.extend(l);
+        bytes += b;
+    }
+    let elapsed = started.elapsed().as_secs_f64();
+    let server_cores = (cpu_seconds(server.child.id()) - server_cpu) / elapsed;
+    latencies.sort();
+    Load {
+        latencies,
+        bytes,
+        elapsed,
+        server_cores,
+    }
+}

@@ -12,7 +12,7 @@ use std::ffi::OsString;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::mpsc;
+use std::sync::{Condvar, Mutex, mpsc};
 
 const IGNORE_FILE: &str = ".indexignore";
 
@@ -128,7 +128,9 @@ pub fn load_dir(root: &Path, limits: ReadLimits) -> Result<DeclarativeConfig, Ve
 }
 
 /// Runs `read` on every file on worker threads and calls `consume` with the results in file
-/// order, stopping at its first error. Only a few files are in flight at a time, so memory is
+/// order, stopping at its first error. At most [`Window`] files are read and not yet consumed,
+/// however unevenly the workers progress (a worker held up on a large file, or descheduled on
+/// a busy machine, does not let the others read the catalog ahead into memory), so memory is
 /// bounded by the largest files, not the catalog.
 pub fn read_in_order<T: Send, E>(
     files: &[CatalogFile],
@@ -139,13 +141,19 @@ pub fn read_in_order<T: Send, E>(
         .map_or(2, |n| n.get())
         .min(files.len().max(1));
     let next = AtomicUsize::new(0);
+    // One file being consumed or ready beside each worker's: the consumer (one writer) is the
+    // slower side, and each place holds a whole parsed file.
+    let window = Window::new(workers + 1);
     let (tx, rx) = mpsc::sync_channel::<(usize, T)>(workers * 2);
     std::thread::scope(|scope| {
         for _ in 0..workers {
             let tx = tx.clone();
-            let (next, read) = (&next, &read);
+            let (next, read, window) = (&next, &read, &window);
             scope.spawn(move || {
-                loop {
+                // A place in the window is taken before a file, so files are taken in
+                // order by the holders of places: the one the consumer waits for is always
+                // being read, and the window cannot fill with files read after it.
+                while window.enter() {
                     let i = next.fetch_add(1, Ordering::Relaxed);
                     let Some(file) = files.get(i) else { break };
                     if tx.send((i, read(file))).is_err() {
@@ -155,17 +163,66 @@ pub fn read_in_order<T: Send, E>(
             });
         }
         drop(tx);
+        // Workers waiting for a place stop when the consumer does, even on an error.
+        let _closing = window.closing();
         let mut pending = BTreeMap::new();
         let mut want = 0;
         for (i, result) in rx {
             pending.insert(i, result);
             while let Some(result) = pending.remove(&want) {
                 consume(result)?;
+                window.leave();
                 want += 1;
             }
         }
         Ok(())
     })
+}
+
+/// Places for files read and not yet consumed.
+struct Window {
+    /// (free places, closed)
+    state: Mutex<(usize, bool)>,
+    changed: Condvar,
+}
+
+impl Window {
+    fn new(places: usize) -> Window {
+        Window {
+            state: Mutex::new((places, false)),
+            changed: Condvar::new(),
+        }
+    }
+
+    /// Waits for a free place and takes it; false once the window is closed.
+    fn enter(&self) -> bool {
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        while state.0 == 0 && !state.1 {
+            state = self.changed.wait(state).unwrap_or_else(|e| e.into_inner());
+        }
+        if state.1 {
+            return false;
+        }
+        state.0 -= 1;
+        true
+    }
+
+    fn leave(&self) {
+        self.state.lock().unwrap_or_else(|e| e.into_inner()).0 += 1;
+        self.changed.notify_one();
+    }
+
+    /// Closes the window when dropped.
+    fn closing(&self) -> impl Drop + '_ {
+        struct Closing<'w>(&'w Window);
+        impl Drop for Closing<'_> {
+            fn drop(&mut self) {
+                self.0.state.lock().unwrap_or_else(|e| e.into_inner()).1 = true;
+                self.0.changed.notify_all();
+            }
+        }
+        Closing(self)
+    }
 }
 
 /// A directory being walked: its entries not yet taken.
@@ -396,6 +453,83 @@ mod tests {
     }
 
     const PKG: &str = "{\"schema\":\"olm.package\",\"name\":\"p\"}";
+
+    #[test]
+    fn reads_run_at_most_a_window_ahead_of_a_slow_file() {
+        let dir = tree(
+            &(0..40)
+                .map(|i| (format!("f{i:02}"), String::new()))
+                .collect::<Vec<_>>()
+                .iter()
+                .map(|(p, c)| (p.as_str(), c.as_str()))
+                .collect::<Vec<_>>(),
+        );
+        let files = catalog_files(dir.path(), ReadLimits::default()).expect("walk");
+        let workers = std::thread::available_parallelism().map_or(2, |n| n.get());
+        let places = workers + 1;
+        let started = AtomicUsize::new(0);
+        let consumed = AtomicUsize::new(0);
+        let order = files.iter().map(|f| f.rel.clone()).collect::<Vec<_>>();
+        let mut seen = Vec::new();
+        read_in_order(
+            &files,
+            |file| {
+                let i = order
+                    .iter()
+                    .position(|r| *r == file.rel)
+                    .expect("known file");
+                started.fetch_add(1, Ordering::SeqCst);
+                if i == 0 {
+                    // Give the other workers every chance to read ahead while the first
+                    // file is slow; a bounded window stops them at its size.
+                    let until = std::time::Instant::now() + std::time::Duration::from_millis(500);
+                    while started.load(Ordering::SeqCst) <= places
+                        && std::time::Instant::now() < until
+                    {
+                        std::thread::yield_now();
+                    }
+                }
+                // File i may start only once files 0..=i-places are consumed.
+                let done = consumed.load(Ordering::SeqCst);
+                (i, done)
+            },
+            |(i, done_when_read)| {
+                assert!(
+                    i < places + done_when_read,
+                    "file {i} was read with only {done_when_read} consumed ({places} places)"
+                );
+                seen.push(i);
+                consumed.fetch_add(1, Ordering::SeqCst);
+                Ok::<_, ()>(())
+            },
+        )
+        .expect("consumed");
+        assert_eq!(seen, (0..40).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn an_error_of_the_consumer_stops_the_workers() {
+        let dir = tree(&[
+            ("a", ""),
+            ("b", ""),
+            ("c", ""),
+            ("d", ""),
+            ("e", ""),
+            ("f", ""),
+        ]);
+        let files = catalog_files(dir.path(), ReadLimits::default()).expect("walk");
+        let mut consumed = 0;
+        let result = read_in_order(
+            &files,
+            |file| file.rel.clone(),
+            |rel| {
+                consumed += 1;
+                if rel == "b" { Err(rel) } else { Ok(()) }
+            },
+        );
+        assert_eq!(result, Err("b".to_owned()));
+        assert_eq!(consumed, 2);
+    }
 
     fn names(root: &Path) -> Vec<String> {
         catalog_files(root, ReadLimits::default())

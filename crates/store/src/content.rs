@@ -140,7 +140,8 @@ impl<'c> ContentWriter<'c> {
             .into_iter()
             .enumerate()
             .map(|(index, coding)| {
-                let (to_compress, lines) = mpsc::sync_channel::<Arc<[u8]>>(64);
+                // A bundle's line is tens of KiB: a few are enough to keep a compressor busy.
+                let (to_compress, lines) = mpsc::sync_channel::<Arc<[u8]>>(16);
                 let chunks = chunks.clone();
                 let thread = std::thread::spawn(move || compress(coding, lines, index, chunks));
                 Ok(Compressor {

@@ -5,15 +5,42 @@
 //! ignored file must not leave a stale index), by relative path, size and content, plus the
 //! index format version so that a new schema never reads an old index.
 //!
-//! A cold start (no usable index to compare with) does not read the catalog for the digest:
-//! the ingest hands its reads to [`DigestOfReads`], which gives the same value.
+//! Each file's content is hashed on its own ([`FileDigest`]) and the digest covers those
+//! hashes, so a cold start (no usable index to compare with) does not read the catalog for
+//! the digest: the ingest's workers hash each file as they read it, and [`DigestOfReads`]
+//! puts the hashes in the digest's order, holding a few bytes per file instead of the files.
 use catalog::decode::LoadError;
 use catalog::file::ReadLimits;
 use catalog::walk::{CatalogFile, all_files};
 use std::collections::HashMap;
 use std::path::Path;
-use std::sync::mpsc;
-use xxhash_rust::xxh3::Xxh3;
+use xxhash_rust::xxh3::{Xxh3, xxh3_128};
+
+/// A file's content as the digest covers it: its hash and its length.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct FileDigest {
+    hash: u128,
+    len: u64,
+}
+
+impl FileDigest {
+    pub(crate) fn of(data: &[u8]) -> FileDigest {
+        FileDigest {
+            hash: xxh3_128(data),
+            len: data.len() as u64,
+        }
+    }
+
+    /// Reads `file` (as the loader does) into its digest.
+    fn read(file: &CatalogFile) -> Result<FileDigest, LoadError> {
+        let mut hasher = Xxh3::new();
+        let len = file.read_with(|chunk| hasher.update(chunk))?;
+        Ok(FileDigest {
+            hash: hasher.digest128(),
+            len,
+        })
+    }
+}
 
 /// The bytes a digest covers, in the order it covers them.
 struct Hasher(Xxh3);
@@ -26,29 +53,13 @@ impl Hasher {
         Hasher(hasher)
     }
 
-    fn name(&mut self, rel: &str) {
+    /// A file: its name, then its content's digest, closed by its length so that moving
+    /// bytes across files changes the digest.
+    fn file(&mut self, rel: &str, file: FileDigest) {
         self.0.update(rel.as_bytes());
         self.0.update(&[0]);
-    }
-
-    /// The length closes the file's bytes, so that moving bytes across files changes the
-    /// digest.
-    fn close(&mut self, len: u64) {
-        self.0.update(&len.to_le_bytes());
-    }
-
-    /// Reads `file` into the digest.
-    fn read(&mut self, file: &CatalogFile) -> Result<(), LoadError> {
-        self.name(&file.rel);
-        let len = file.read_with(|chunk| self.0.update(chunk))?;
-        self.close(len);
-        Ok(())
-    }
-
-    fn bytes(&mut self, rel: &str, data: &[u8]) {
-        self.name(rel);
-        self.0.update(data);
-        self.close(data.len() as u64);
+        self.0.update(&file.hash.to_le_bytes());
+        self.0.update(&file.len.to_le_bytes());
     }
 
     fn finish(self) -> String {
@@ -67,8 +78,9 @@ pub(crate) fn catalog_digest(
     let mut hasher = Hasher::new(format_version);
     let mut errors = Vec::new();
     for file in all_files(root, limits)? {
-        if let Err(e) = hasher.read(&file) {
-            errors.push(e);
+        match FileDigest::read(&file) {
+            Ok(digest) => hasher.file(&file.rel, digest),
+            Err(e) => errors.push(e),
         }
     }
     if errors.is_empty() {
@@ -82,21 +94,15 @@ pub(crate) fn catalog_digest(
 /// catalog made in memory digests as the directory it would once have been written to.
 pub(crate) fn one_file_digest(rel: &str, data: &[u8], format_version: u32) -> String {
     let mut hasher = Hasher::new(format_version);
-    hasher.bytes(rel, data);
+    hasher.file(rel, FileDigest::of(data));
     hasher.finish()
 }
-
-/// Files on their way to a digest thread at most.
-const IN_FLIGHT: usize = 4;
-
-/// Out-of-turn bytes held at most: past this the digest is left to a pass of its own.
-const HELD_MAX: usize = 64 << 20;
 
 /// [`catalog_digest`] from the reads of an ingest. The ingest takes the catalog files in walk
 /// order, the digest takes every file (ignored ones too) in path order, and the two differ
 /// where a name sorts before `/` (a directory `a` is walked before its sibling `a-b`, whose
-/// path sorts first): a file that arrives before its turn is held until then, and a file the
-/// ingest does not read is read here at its turn.
+/// path sorts first): the digest of a file that arrives before its turn is held until then,
+/// and a file the ingest does not read is read here at its turn.
 pub(crate) struct DigestOfReads {
     hasher: Hasher,
     /// Every file, in digest order.
@@ -105,13 +111,8 @@ pub(crate) struct DigestOfReads {
     next: usize,
     /// For each file the ingest reads, where it is in `files`.
     turn: HashMap<String, usize>,
-    held: HashMap<usize, Vec<u8>>,
-    held_bytes: usize,
-    /// [`HELD_MAX`], but for tests.
-    held_max: usize,
+    held: HashMap<usize, FileDigest>,
     errors: Vec<LoadError>,
-    /// Too much was held: the bytes were let go and the caller reads the files again.
-    overflowed: bool,
 }
 
 impl DigestOfReads {
@@ -140,95 +141,49 @@ impl DigestOfReads {
             next: 0,
             turn,
             held: HashMap::new(),
-            held_bytes: 0,
-            held_max: HELD_MAX,
             errors: Vec::new(),
-            overflowed: false,
         };
         digest.advance();
         Ok(digest)
     }
 
-    /// Moves the hashing to a thread of `scope`, off the path of the ingest's writer.
-    pub(crate) fn on_thread<'scope>(
-        mut self,
-        scope: &'scope std::thread::Scope<'scope, '_>,
-    ) -> DigestThread<'scope> {
-        let (tx, rx) = mpsc::sync_channel::<(String, Vec<u8>)>(IN_FLIGHT);
-        let handle = scope.spawn(move || {
-            for (rel, data) in rx {
-                self.add(&rel, data);
-            }
-            self
-        });
-        DigestThread { tx, handle }
-    }
-
-    /// The bytes the ingest read from the file at `rel`.
-    pub(crate) fn add(&mut self, rel: &str, data: Vec<u8>) {
-        if self.overflowed {
-            return;
-        }
+    /// The digest of the file at `rel` as the ingest read it.
+    pub(crate) fn add(&mut self, rel: &str, file: FileDigest) {
         let Some(&i) = self.turn.get(rel) else {
             return;
         };
-        self.held_bytes += data.len();
-        self.held.insert(i, data);
+        self.held.insert(i, file);
         if i == self.next {
             self.advance();
-        } else if self.held_bytes > self.held_max {
-            self.overflowed = true;
-            self.held = HashMap::new();
         }
     }
 
-    /// Hashes every file whose turn has come and whose bytes are here or read here.
+    /// Hashes every file whose turn has come and whose digest is here or read here.
     fn advance(&mut self) {
         while let Some(file) = self.files.get(self.next) {
-            if let Some(data) = self.held.remove(&self.next) {
-                self.held_bytes -= data.len();
-                self.hasher.bytes(&file.rel, &data);
+            if let Some(digest) = self.held.remove(&self.next) {
+                self.hasher.file(&file.rel, digest);
             } else if self.turn.contains_key(&file.rel) {
                 return;
-            } else if let Err(e) = self.hasher.read(file) {
-                self.errors.push(e);
+            } else {
+                match FileDigest::read(file) {
+                    Ok(digest) => self.hasher.file(&file.rel, digest),
+                    Err(e) => self.errors.push(e),
+                }
             }
             self.next += 1;
         }
     }
 
-    /// The digest, once the ingest has added every file it read; `None` when it has to be
-    /// computed by [`catalog_digest`] after all.
+    /// The digest, once the ingest has added every file it read; `None` when a file the
+    /// ingest was to read never came.
     pub(crate) fn finish(self) -> Result<Option<String>, Vec<LoadError>> {
         if !self.errors.is_empty() {
             Err(self.errors)
-        } else if self.overflowed || self.next < self.files.len() {
+        } else if self.next < self.files.len() {
             Ok(None)
         } else {
             Ok(Some(self.hasher.finish()))
-        }
-    }
-}
-
-/// A [`DigestOfReads`] running on a thread of its own.
-pub(crate) struct DigestThread<'scope> {
-    tx: mpsc::SyncSender<(String, Vec<u8>)>,
-    handle: std::thread::ScopedJoinHandle<'scope, DigestOfReads>,
-}
-
-impl DigestThread<'_> {
-    /// See [`DigestOfReads::add`].
-    pub(crate) fn add(&self, rel: String, data: Vec<u8>) {
-        // The thread takes everything until the sender is dropped, so this cannot fail.
-        let _ = self.tx.send((rel, data));
-    }
-
-    /// See [`DigestOfReads::finish`].
-    pub(crate) fn finish(self) -> Result<Option<String>, Vec<LoadError>> {
-        drop(self.tx);
-        match self.handle.join() {
-            Ok(digest) => digest.finish(),
-            Err(panic) => std::panic::resume_unwind(panic),
         }
     }
 }
@@ -298,7 +253,7 @@ mod tests {
         assert_eq!(walked, ["a/x.json", "a/z/y.json", "a-b.json", "a.json"]);
         let mut reads = DigestOfReads::new(dir.path(), ReadLimits::default(), 7, &files).unwrap();
         for file in &files {
-            reads.add(&file.rel, file.read().unwrap());
+            reads.add(&file.rel, FileDigest::of(&file.read().unwrap()));
         }
         assert_eq!(
             reads.finish(),
@@ -306,21 +261,6 @@ mod tests {
                 catalog_digest(dir.path(), ReadLimits::default(), 7).unwrap()
             ))
         );
-    }
-
-    #[test]
-    fn too_much_out_of_turn_leaves_the_digest_to_a_pass() {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::create_dir(dir.path().join("a")).unwrap();
-        std::fs::write(dir.path().join("a/x.json"), "{}").unwrap();
-        std::fs::write(dir.path().join("a-b.json"), "{}").unwrap();
-        let files = catalog::walk::catalog_files(dir.path(), ReadLimits::default()).unwrap();
-        let mut reads = DigestOfReads::new(dir.path(), ReadLimits::default(), 1, &files).unwrap();
-        reads.held_max = 1;
-        for file in &files {
-            reads.add(&file.rel, file.read().unwrap());
-        }
-        assert_eq!(reads.finish(), Ok(None));
     }
 
     #[test]
@@ -335,7 +275,7 @@ mod tests {
         let files = catalog::walk::catalog_files(dir.path(), ReadLimits::default()).unwrap();
         let mut reads = DigestOfReads::new(dir.path(), ReadLimits::default(), 1, &files).unwrap();
         for file in &files {
-            reads.add(&file.rel, file.read().unwrap());
+            reads.add(&file.rel, FileDigest::of(&file.read().unwrap()));
         }
         let expected = catalog_digest(dir.path(), ReadLimits::default(), 1).unwrap_err();
         assert_eq!(expected.len(), 1);

@@ -1,10 +1,10 @@
 //! Reading the catalog's files on worker threads and handing them, in file order, to the
 //! writer: each bundle's manifests split off, catalogd lines taken as the documents go by,
-//! and the digest computed from the same reads when none was given.
+//! and each file hashed for the digest from the same read when no digest was given.
 use super::write::Writer;
 use super::{IngestError, RENDERED_FILE, Rendered};
 use crate::content::{ContentWriter, Line};
-use crate::digest::{DigestOfReads, DigestThread, catalog_digest};
+use crate::digest::{DigestOfReads, FileDigest, catalog_digest};
 use crate::schema;
 use catalog::decode::LoadError;
 use catalog::file::ReadLimits;
@@ -29,8 +29,8 @@ pub(super) enum Parsed {
 /// A file as the writer takes it.
 pub(super) struct ParsedFile {
     rel: String,
-    /// What was read, when the writer digests it.
-    data: Option<Vec<u8>>,
+    /// The digest of what was read, when the ingest computes the catalog's.
+    digest: Option<FileDigest>,
     bytes: u64,
     documents: Vec<Parsed>,
     /// The documents' catalogd lines.
@@ -46,42 +46,37 @@ pub(super) fn read_dir(
     sink: &mut Sink<'_>,
     digest: Option<&str>,
 ) -> Result<String, IngestError> {
-    let reads = match digest {
+    let mut reads = match digest {
         Some(_) => None,
         None => Some(
             DigestOfReads::new(root, limits, schema::CURRENT_VERSION, files)
                 .map_err(IngestError::Load)?,
         ),
     };
-    let keep_data = reads.is_some();
+    let hash = reads.is_some();
     let lines = sink.content.is_some();
-    let parse = |file: &CatalogFile| parse_file(file, keep_data, lines);
-    let (read, reads) = std::thread::scope(|scope| {
-        let reads = reads.map(|r| r.on_thread(scope));
-        let read = read_in_order(files, parse, |result| {
-            match result {
-                Ok(mut file) => {
-                    if let (Some(reads), Some(data)) = (&reads, file.data.take()) {
-                        reads.add(file.rel.clone(), data);
-                    }
-                    sink.take(file)?;
+    let parse = |file: &CatalogFile| parse_file(file, hash, lines);
+    read_in_order(files, parse, |result| {
+        match result {
+            Ok(mut file) => {
+                if let (Some(reads), Some(digest)) = (&mut reads, file.digest.take()) {
+                    reads.add(&file.rel, digest);
                 }
-                Err(e) => sink.errors.extend(e),
+                sink.take(file)?;
             }
-            Ok::<_, IngestError>(())
-        });
-        (read, reads.map(DigestThread::finish))
-    });
-    read?;
+            Err(e) => sink.errors.extend(e),
+        }
+        Ok::<_, IngestError>(())
+    })?;
     // The caller reports the problems; a catalog that has some has no digest worth computing.
     if !sink.errors.is_empty() {
         return Ok(String::new());
     }
     Ok(match reads {
         None => digest.unwrap_or_default().to_owned(),
-        Some(reads) => match reads.map_err(IngestError::Load)? {
+        Some(reads) => match reads.finish().map_err(IngestError::Load)? {
             Some(digest) => digest,
-            // The reads came in too far from the digest's order: read again.
+            // A file the ingest was to read never came: read again.
             None => {
                 catalog_digest(root, limits, schema::CURRENT_VERSION).map_err(IngestError::Load)?
             }
@@ -114,12 +109,9 @@ impl Sink<'_> {
     }
 }
 
-/// A file as the writer takes it, with its documents' catalogd lines when `lines` is set.
-fn parse_file(
-    file: &CatalogFile,
-    keep_data: bool,
-    lines: bool,
-) -> Result<ParsedFile, Vec<LoadError>> {
+/// A file as the writer takes it, with its digest when `hash` is set and its documents'
+/// catalogd lines when `lines` is.
+fn parse_file(file: &CatalogFile, hash: bool, lines: bool) -> Result<ParsedFile, Vec<LoadError>> {
     let mut seen = Vec::new();
     let read = read_file_seeing(file, &mut |doc| {
         if lines {
@@ -130,7 +122,7 @@ fn parse_file(
     Ok(ParsedFile {
         rel: file.rel.clone(),
         bytes: read.data.len() as u64,
-        data: keep_data.then_some(read.data),
+        digest: hash.then(|| FileDigest::of(&read.data)),
         documents: split_manifests(read.documents),
         lines,
     })
@@ -151,7 +143,7 @@ pub(super) fn parse_rendered(
     Ok(ParsedFile {
         rel: RENDERED_FILE.to_owned(),
         bytes: rendered.json.len() as u64,
-        data: None,
+        digest: None,
         documents: split_manifests(documents),
         lines,
     })
