@@ -157,16 +157,31 @@ mod tests {
         }
     }
 
+    /// The status for an available catalog at `BASE`: most steps of these tests differ only
+    /// in the progress, what is served, the generation and the time.
+    fn available(
+        current: &Value,
+        progress: &Progress,
+        served: Option<&Served>,
+        generation: i64,
+        now: &str,
+    ) -> Value {
+        desired(
+            current,
+            Wanted::Available { progress, served },
+            generation,
+            BASE,
+            now,
+        )
+    }
+
     #[test]
     fn served_content_as_catalogd_writes_it() {
-        let status = desired(
+        let status = available(
             &Value::Null,
-            Wanted::Available {
-                progress: &Progress::Succeeded,
-                served: Some(&served()),
-            },
+            &Progress::Succeeded,
+            Some(&served()),
             2,
-            BASE,
             "2026-08-20T10:00:01Z",
         );
         assert_eq!(
@@ -191,24 +206,12 @@ mod tests {
 
     #[test]
     fn a_failed_pull_keeps_the_content_served_and_its_times() {
-        let before = desired(
-            &Value::Null,
-            Wanted::Available {
-                progress: &Progress::Succeeded,
-                served: Some(&served()),
-            },
-            1,
-            BASE,
-            "T1",
-        );
-        let failed = desired(
+        let before = available(&Value::Null, &Progress::Succeeded, Some(&served()), 1, "T1");
+        let failed = available(
             &before,
-            Wanted::Available {
-                progress: &Progress::Retrying("source catalog content: unauthorized".into()),
-                served: None,
-            },
+            &Progress::Retrying("source catalog content: unauthorized".into()),
+            None,
             2,
-            BASE,
             "T2",
         );
         // Progressing stays True (Retrying), so its transition time is kept; Serving and
@@ -217,14 +220,11 @@ mod tests {
         assert_eq!(failed["conditions"][0]["lastTransitionTime"], "T1");
         assert_eq!(failed["conditions"][1], before["conditions"][1]);
         assert_eq!(failed["urls"], before["urls"]);
-        let blocked = desired(
+        let blocked = available(
             &failed,
-            Wanted::Available {
-                progress: &Progress::Blocked("unknown source type \"Git\"".into()),
-                served: None,
-            },
+            &Progress::Blocked("unknown source type \"Git\"".into()),
+            None,
             3,
-            BASE,
             "T3",
         );
         assert_eq!(blocked["conditions"][0]["status"], "False");
@@ -233,16 +233,7 @@ mod tests {
 
     #[test]
     fn unavailable_clears_what_clients_read() {
-        let before = desired(
-            &Value::Null,
-            Wanted::Available {
-                progress: &Progress::Succeeded,
-                served: Some(&served()),
-            },
-            1,
-            BASE,
-            "T1",
-        );
+        let before = available(&Value::Null, &Progress::Succeeded, Some(&served()), 1, "T1");
         let status = desired(&before, Wanted::Unavailable, 2, BASE, "T2");
         assert_eq!(
             status,
