@@ -5,6 +5,7 @@
 //! its reader is, and a reader that takes nothing for [`STALL_TIMEOUT`] is dropped.
 use crate::serving::ServedCatalog;
 use bytes::Bytes;
+use http::{HeaderValue, Response, StatusCode, header};
 use http_body::Frame;
 use http_body_util::{BodyExt, Full, StreamBody, combinators::BoxBody};
 use std::time::Duration;
@@ -28,6 +29,23 @@ pub(crate) fn full(bytes: impl Into<Bytes>) -> Body {
 
 pub(crate) fn empty() -> Body {
     full(Bytes::new())
+}
+
+/// A plain-text error as Go's `http.Error` writes it; the catalog endpoints and GraphQL
+/// both answer their errors this way.
+pub(crate) fn text_error(status: StatusCode, message: &str) -> Response<Body> {
+    let mut r = Response::new(full(format!("{message}\n")));
+    *r.status_mut() = status;
+    let headers = r.headers_mut();
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    headers.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    r
 }
 
 /// Where a streamed body's bytes come from.

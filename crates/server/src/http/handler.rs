@@ -292,25 +292,14 @@ fn header_value(text: &str) -> HeaderValue {
     HeaderValue::from_str(text).unwrap_or_else(|_| HeaderValue::from_static(""))
 }
 
-/// A plain-text error as Go's `http.Error` writes it.
+/// A plain-text error as Go's `http.Error` writes it, recorded in `timing`.
 fn error(
     mut timing: Timing,
     status: StatusCode,
     message: &str,
 ) -> (Response<Body>, Option<Timing>) {
     timing.code = status.as_u16();
-    let mut r = Response::new(body::full(format!("{message}\n")));
-    *r.status_mut() = status;
-    let headers = r.headers_mut();
-    headers.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("text/plain; charset=utf-8"),
-    );
-    headers.insert(
-        header::X_CONTENT_TYPE_OPTIONS,
-        HeaderValue::from_static("nosniff"),
-    );
-    (r, Some(timing))
+    (body::text_error(status, message), Some(timing))
 }
 
 /// Go's `http.Redirect` with 301.

@@ -79,17 +79,17 @@ where
     B: http_body::Body<Data = Bytes> + Unpin,
 {
     let Some(body) = read_body(body).await else {
-        return text(StatusCode::BAD_REQUEST, "Invalid request body");
+        return body::text_error(StatusCode::BAD_REQUEST, "Invalid request body");
     };
     let Ok(query) = request::query_of(&body) else {
-        return text(StatusCode::BAD_REQUEST, "Invalid request body");
+        return body::text_error(StatusCode::BAD_REQUEST, "Invalid request body");
     };
     drop(body);
     if query.is_empty() {
-        return text(StatusCode::BAD_REQUEST, "Query cannot be empty");
+        return body::text_error(StatusCode::BAD_REQUEST, "Query cannot be empty");
     }
     if query.len() > MAX_QUERY {
-        return text(StatusCode::BAD_REQUEST, "Query too large");
+        return body::text_error(StatusCode::BAD_REQUEST, "Query too large");
     }
     let doc = match syntax::parse(&query) {
         Ok(doc) => doc,
@@ -109,24 +109,24 @@ where
         return json(headers, envelope(None, &[GraphqlError::general(message)])).await;
     }
     let Some(catalog) = catalog else {
-        return text(StatusCode::NOT_FOUND, "404 Not Found");
+        return body::text_error(StatusCode::NOT_FOUND, "404 Not Found");
     };
     let Some(store) = catalog.loaded() else {
         let message = format!("503 Service Unavailable: catalog {name:?} is still loading");
-        return text(StatusCode::SERVICE_UNAVAILABLE, &message);
+        return body::text_error(StatusCode::SERVICE_UNAVAILABLE, &message);
     };
     let schema = match state.schema(name, &store, catalog).await {
         Ok(schema) => schema,
         Err(e) => {
             tracing::error!("GraphQL schema of catalog {name:?}: {e}");
-            return text(
+            return body::text_error(
                 StatusCode::INTERNAL_SERVER_ERROR,
                 "500 Internal Server Error",
             );
         }
     };
     let Ok(_running) = state.running.acquire().await else {
-        return text(StatusCode::SERVICE_UNAVAILABLE, "503 Service Unavailable");
+        return body::text_error(StatusCode::SERVICE_UNAVAILABLE, "503 Service Unavailable");
     };
     let reads = match execute::operation(&doc) {
         Ok(op) => execute::reads_documents(&schema, &doc, op),
@@ -159,7 +159,7 @@ where
         Ok(body) => json(headers, body).await,
         Err(e) => {
             tracing::error!("GraphQL query of catalog {name:?}: {e}");
-            text(
+            body::text_error(
                 StatusCode::INTERNAL_SERVER_ERROR,
                 "500 Internal Server Error",
             )
@@ -260,22 +260,6 @@ where
         .flatten()
 }
 
-/// A plain-text error as Go's `http.Error` writes it.
-fn text(status: StatusCode, message: &str) -> Answer {
-    let mut r = Response::new(body::full(format!("{message}\n")));
-    *r.status_mut() = status;
-    let headers = r.headers_mut();
-    headers.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("text/plain; charset=utf-8"),
-    );
-    headers.insert(
-        header::X_CONTENT_TYPE_OPTIONS,
-        HeaderValue::from_static("nosniff"),
-    );
-    r
-}
-
 /// A `200` JSON answer, compressed as catalogd's compression layer would.
 async fn json(request: &HeaderMap, envelope: String) -> Answer {
     let coding = encoding::negotiate(
@@ -312,7 +296,7 @@ async fn json(request: &HeaderMap, envelope: String) -> Answer {
         }
         Err(e) => {
             tracing::error!("GraphQL: compressing an answer: {e}");
-            text(
+            body::text_error(
                 StatusCode::INTERNAL_SERVER_ERROR,
                 "500 Internal Server Error",
             )
