@@ -12,9 +12,12 @@
 //! Default catalogs: /tmp/synth-large and ../shared/testdata/real/community-catalog-v4.20.
 //! The HTTP client is reqwest (one connection per client, HTTP/1.1, identity encoding) in
 //! this process: it shares the machine's cores with the server under test.
+#[path = "common/load.rs"]
+mod load;
 #[path = "common/server.rs"]
 mod server;
 
+use load::Load;
 use std::net::{SocketAddr, TcpListener};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -146,13 +149,6 @@ async fn package_pages(url: &str) -> Vec<(usize, usize)> {
     pages
 }
 
-struct Load {
-    requests: usize,
-    errors: usize,
-    bytes: usize,
-    latencies: Vec<Duration>,
-}
-
 /// `clients` clients sending the queries round robin for `seconds`.
 async fn load(url: &str, queries: Arc<Vec<String>>, clients: usize, seconds: u64) -> Load {
     let deadline = Instant::now() + Duration::from_secs(seconds);
@@ -180,20 +176,7 @@ async fn load(url: &str, queries: Arc<Vec<String>>, clients: usize, seconds: u64
             (latencies, errors, bytes)
         });
     }
-    let mut l = Load {
-        requests: 0,
-        errors: 0,
-        bytes: 0,
-        latencies: Vec::new(),
-    };
-    for (latencies, errors, bytes) in tasks.join_all().await {
-        l.requests += latencies.len() + errors;
-        l.latencies.extend(latencies);
-        l.errors += errors;
-        l.bytes += bytes;
-    }
-    l.latencies.sort();
-    l
+    load::total(tasks.join_all().await)
 }
 
 fn ms(d: Duration) -> f64 {

@@ -22,11 +22,14 @@
 //! dropped) running in this process: it shares the machine's cores with the server under
 //! test, and nginx is measured the same way. MB/s count the bytes on the wire (compressed
 //! bytes when gzip is on), up to the end of each timed window.
+#[path = "common/load.rs"]
+mod load;
 #[path = "common/registry_load.rs"]
 mod registry_load;
 #[path = "common/server.rs"]
 mod server;
 
+use load::Load;
 use std::io::Write;
 use std::net::{SocketAddr, TcpListener};
 use std::path::{Path, PathBuf};
@@ -361,15 +364,6 @@ fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
 }
 
-/// What `clients` metas callers saw in one timed window.
-struct Metas {
-    requests: usize,
-    errors: usize,
-    bytes: usize,
-    /// Of the successful requests, sorted.
-    latencies: Vec<Duration>,
-}
-
 /// metas queries `query` with `{P}` replaced by a package, round robin over `packages`,
 /// from `clients` clients for `seconds`, each body read whole.
 async fn metas(
@@ -378,7 +372,7 @@ async fn metas(
     query: &str,
     clients: usize,
     seconds: u64,
-) -> Metas {
+) -> Load {
     let deadline = Instant::now() + Duration::from_secs(seconds);
     let urls: Arc<Vec<String>> = Arc::new(
         packages
@@ -412,20 +406,7 @@ async fn metas(
             (latencies, errors, bytes)
         });
     }
-    let mut m = Metas {
-        requests: 0,
-        errors: 0,
-        bytes: 0,
-        latencies: Vec::new(),
-    };
-    for (latencies, errors, bytes) in tasks.join_all().await {
-        m.requests += latencies.len() + errors;
-        m.latencies.extend(latencies);
-        m.errors += errors;
-        m.bytes += bytes;
-    }
-    m.latencies.sort();
-    m
+    load::total(tasks.join_all().await)
 }
 
 #[tokio::main]
