@@ -29,6 +29,15 @@ fn documents(file: &str) -> Vec<Value> {
         .collect()
 }
 
+/// The entry of `list` (containers' mounts, a pod's volumes, env) whose `name` is `name`.
+fn named<'a>(list: &'a Value, name: &str) -> &'a Value {
+    list.as_sequence()
+        .unwrap()
+        .iter()
+        .find(|e| e["name"].as_str() == Some(name))
+        .unwrap_or_else(|| panic!("no {name:?} in {list:?}"))
+}
+
 fn validate(files: &[PathBuf]) -> (bool, Vec<String>) {
     let out = Command::new("kubernetes-validate")
         .args(["--strict", "-k", KUBERNETES])
@@ -251,21 +260,11 @@ fn catalogd_manifests_agree_with_the_controller() {
     );
     assert_eq!(text(&service["metadata"]["namespace"]), namespace);
 
-    let mount = container["volumeMounts"]
-        .as_sequence()
-        .unwrap()
-        .iter()
-        .find(|m| m["name"].as_str() == Some("certs"))
-        .unwrap();
+    let mount = named(&container["volumeMounts"], "certs");
     let dir = text(&mount["mountPath"]);
     assert_eq!(flag("tls-cert-file"), format!("{dir}/tls.crt"));
     assert_eq!(flag("tls-key-file"), format!("{dir}/tls.key"));
-    let secret = pod["spec"]["volumes"]
-        .as_sequence()
-        .unwrap()
-        .iter()
-        .find(|v| v["name"].as_str() == Some("certs"))
-        .unwrap();
+    let secret = named(&pod["spec"]["volumes"], "certs");
     assert_eq!(
         secret["secret"]["secretName"],
         service["metadata"]["annotations"]["service.beta.openshift.io/serving-cert-secret-name"]
@@ -273,12 +272,7 @@ fn catalogd_manifests_agree_with_the_controller() {
 
     let account = text(&find("ServiceAccount")["metadata"]["name"]);
     assert_eq!(text(&pod["spec"]["serviceAccountName"]), account);
-    let lease_namespace = container["env"]
-        .as_sequence()
-        .unwrap()
-        .iter()
-        .find(|e| e["name"].as_str() == Some("POD_NAMESPACE"))
-        .unwrap();
+    let lease_namespace = named(&container["env"], "POD_NAMESPACE");
     assert_eq!(
         lease_namespace["valueFrom"]["fieldRef"]["fieldPath"].as_str(),
         Some("metadata.namespace")
