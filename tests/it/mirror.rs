@@ -57,6 +57,42 @@ fn digest_of(stdout: &str) -> String {
     stdout.trim().rsplit_once('@').unwrap().1.to_owned()
 }
 
+/// Pushes to `at` an OCI index of `children`, each (architecture, digest, size) of a linux
+/// image manifest already in the registry; answers the index's digest.
+pub(crate) async fn put_index(
+    registry: &Registry,
+    at: &str,
+    children: &[(&str, String, usize)],
+) -> String {
+    let manifests: Vec<_> = children
+        .iter()
+        .map(|(arch, digest, size)| {
+            serde_json::json!({
+                "mediaType": "application/vnd.oci.image.manifest.v1+json",
+                "digest": digest,
+                "size": size,
+                "platform": {"os": "linux", "architecture": arch},
+            })
+        })
+        .collect();
+    let index = serde_json::to_vec(&serde_json::json!({
+        "schemaVersion": 2,
+        "mediaType": "application/vnd.oci.image.index.v1+json",
+        "manifests": manifests,
+    }))
+    .unwrap();
+    let r: oci_client::Reference = at.parse().unwrap();
+    registry
+        .put_manifest(
+            &r,
+            index.clone().into(),
+            "application/vnd.oci.image.index.v1+json",
+        )
+        .await
+        .unwrap();
+    image::layout::digest_of(&index)
+}
+
 /// Builds and pushes into `addr` everything a catalog of two etcd bundles needs; references
 /// name `host`. None when the shared upstream bundles are absent.
 async fn publish(addr: &str, host: &str) -> Option<Source> {
@@ -104,29 +140,12 @@ async fn publish(addr: &str, host: &str) -> Option<Source> {
     for (arch, text) in [("amd64", "x86"), ("arm64", "arm")] {
         let child = image_of(&[("arch", text.as_bytes().to_vec())]);
         let digest = push(&child, format!("{addr}/olm/multi:{arch}")).await;
-        children.push(serde_json::json!({
-            "mediaType": "application/vnd.oci.image.manifest.v1+json",
-            "digest": digest,
-            "size": child.manifest.len(),
-            "platform": {"os": "linux", "architecture": arch},
-        }));
+        children.push((arch, digest, child.manifest.len()));
     }
-    let index = serde_json::to_vec(&serde_json::json!({
-        "schemaVersion": 2,
-        "mediaType": "application/vnd.oci.image.index.v1+json",
-        "manifests": children,
-    }))
-    .unwrap();
-    let index_ref: oci_client::Reference = format!("{addr}/olm/multi:v1").parse().unwrap();
-    registry
-        .put_manifest(
-            &index_ref,
-            index.clone().into(),
-            "application/vnd.oci.image.index.v1+json",
-        )
-        .await
-        .unwrap();
-    digests.insert("multi", image::layout::digest_of(&index));
+    digests.insert(
+        "multi",
+        put_index(&registry, &format!("{addr}/olm/multi:v1"), &children).await,
+    );
 
     let mut docs = vec![
         serde_json::json!({"schema": "olm.package", "name": "etcd", "defaultChannel": "alpha"}),

@@ -4,7 +4,7 @@
 //! index that a 2.8 registry then cannot take. Prints the bytes copied with and without the
 //! filter.
 use crate::common::registry::TestRegistry;
-use crate::mirror::{client, counts, image_of, mirror, noise};
+use crate::mirror::{client, counts, image_of, mirror, noise, put_index};
 use crate::mirror_signatures::publish;
 use image::{ImageRef, Registry};
 use std::collections::BTreeMap;
@@ -40,31 +40,11 @@ pub(crate) async fn push_index(
         let child = image_of(&[("payload", noise(256 << 10, seed * 10 + i as u64 + 1))]);
         let to = ImageRef::parse(&format!("{addr}/{repo}:{tag}-{arch}")).unwrap();
         let digest = registry.push(&child, &to).await.unwrap();
-        entries.push(serde_json::json!({
-            "mediaType": "application/vnd.oci.image.manifest.v1+json",
-            "digest": digest,
-            "size": child.manifest.len(),
-            "platform": {"os": "linux", "architecture": arch},
-        }));
+        entries.push((arch, digest.clone(), child.manifest.len()));
         children.insert(arch, digest);
     }
-    let index = serde_json::to_vec(&serde_json::json!({
-        "schemaVersion": 2,
-        "mediaType": "application/vnd.oci.image.index.v1+json",
-        "manifests": entries,
-    }))
-    .unwrap();
-    let r: oci_client::Reference = format!("{addr}/{repo}:{tag}").parse().unwrap();
-    registry
-        .put_manifest(
-            &r,
-            index.clone().into(),
-            "application/vnd.oci.image.index.v1+json",
-        )
-        .await
-        .unwrap();
     Index {
-        digest: image::layout::digest_of(&index),
+        digest: put_index(registry, &format!("{addr}/{repo}:{tag}"), &entries).await,
         children,
     }
 }
