@@ -208,13 +208,10 @@ fn write_config(dir: &Path, host: &str, extra: &[&str]) -> PathBuf {
         additional.push_str(&format!("  - name: {e}\n"));
     }
     let path = dir.join("isc.yaml");
-    std::fs::write(
+    write_image_set(
         &path,
-        format!(
-            "kind: ImageSetConfiguration
-apiVersion: mirror.openshift.io/v2alpha1
-mirror:
-  operators:
+        &format!(
+            "  operators:
   - catalog: {host}/olm/catalog:v1
     full: true
   additionalImages:
@@ -222,9 +219,20 @@ mirror:
   - name: .*/unwanted/.*
 "
         ),
+    );
+    path
+}
+
+/// Writes at `path` an ImageSetConfiguration whose `mirror:` section is `section` (lines
+/// indented under it), the header every mirror test repeats.
+pub(crate) fn write_image_set(path: &Path, section: &str) {
+    std::fs::write(
+        path,
+        format!(
+            "kind: ImageSetConfiguration\napiVersion: mirror.openshift.io/v2alpha1\nmirror:\n{section}"
+        ),
     )
     .unwrap();
-    path
 }
 
 /// `mirror` with these arguments plus the registries, cache and workspace flags.
@@ -574,14 +582,13 @@ async fn a_corrupt_source_blob_is_detected_and_not_pushed() {
     std::fs::write(&stored, bytes).unwrap();
 
     let config = work.path().join("isc.yaml");
-    std::fs::write(
+    write_image_set(
         &config,
-        format!(
-            "kind: ImageSetConfiguration\napiVersion: mirror.openshift.io/v2alpha1\nmirror:\n  additionalImages:\n  - name: {}/tools/data:v1\n",
+        &format!(
+            "  additionalImages:\n  - name: {}/tools/data:v1\n",
             source.addr
         ),
-    )
-    .unwrap();
+    );
     let insecure = [source.addr.as_str(), target.addr.as_str()];
     let archive = work.path().join("archive");
     for to in [

@@ -5,7 +5,7 @@
 //! 404 and their blobs are gone, kept images still pull.
 use crate::common::registry::TestRegistry;
 use crate::common::run;
-use crate::mirror::{client, image_of, mirror};
+use crate::mirror::{client, image_of, mirror, write_image_set};
 use crate::mirror_platforms::{App, publish_app};
 use crate::mirror_signatures::attach_sbom;
 use image::{ImageRef, Registry};
@@ -61,13 +61,10 @@ async fn delete_plans_then_removes_what_an_image_set_mirrored() {
     let insecure = [addr.as_str(), dest.addr.as_str()];
     let to = format!("docker://{}/m", dest.addr);
     let isc = work.path().join("isc.yaml");
-    std::fs::write(
+    write_image_set(
         &isc,
-        format!(
-            "kind: ImageSetConfiguration
-apiVersion: mirror.openshift.io/v2alpha1
-mirror:
-  operators:
+        &format!(
+            "  operators:
   - catalog: {addr}/apps/catalog:v1
   additionalImages:
   - name: {addr}/apps/tool:v1
@@ -76,8 +73,7 @@ mirror:
   - name: {addr}/apps/keep:v1
 "
         ),
-    )
-    .unwrap();
+    );
     let (code, _, stderr) = mirror(
         &["-c", isc.to_str().unwrap(), "--to", &to],
         &insecure,
@@ -227,18 +223,10 @@ delete:
     let insecure_refusing = [addr.as_str(), refusing.addr.as_str()];
     let to_refusing = format!("docker://{}/m", refusing.addr);
     let extra_only = work.path().join("extra-only.yaml");
-    std::fs::write(
+    write_image_set(
         &extra_only,
-        format!(
-            "kind: ImageSetConfiguration
-apiVersion: mirror.openshift.io/v2alpha1
-mirror:
-  additionalImages:
-  - name: {addr}/apps/extra:v1
-"
-        ),
-    )
-    .unwrap();
+        &format!("  additionalImages:\n  - name: {addr}/apps/extra:v1\n"),
+    );
     let (code, _, stderr) = mirror(
         &["-c", extra_only.to_str().unwrap(), "--to", &to_refusing],
         &insecure_refusing,

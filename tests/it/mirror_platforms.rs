@@ -4,7 +4,7 @@
 //! index that a 2.8 registry then cannot take. Prints the bytes copied with and without the
 //! filter.
 use crate::common::registry::TestRegistry;
-use crate::mirror::{client, counts, image_of, mirror, noise, put_index};
+use crate::mirror::{client, counts, image_of, mirror, noise, put_index, write_image_set};
 use crate::mirror_signatures::publish;
 use image::{ImageRef, Registry};
 use std::collections::BTreeMap;
@@ -51,24 +51,19 @@ pub(crate) async fn push_index(
 
 fn write_isc(dir: &Path, name: &str, addr: &str, operand: &str, tool: &str) -> String {
     let path = dir.join(name);
-    std::fs::write(
+    write_image_set(
         &path,
-        format!(
-            "kind: ImageSetConfiguration
-apiVersion: mirror.openshift.io/v2alpha1
-mirror:
-  operators:
+        &format!(
+            "  operators:
   - catalog: {addr}/apps/catalog:v1
 {operand}  additionalImages:
   - name: {addr}/apps/tool:v1
 {tool}"
         ),
-    )
-    .unwrap();
+    );
     path.display().to_string()
 }
 
-/// The MiB figure of the summary line.
 fn mib(stdout: &str) -> f64 {
     let line = stdout.lines().find(|l| l.starts_with("mirrored ")).unwrap();
     let after = line.split("blobs copied (").nth(1).unwrap();
@@ -309,19 +304,15 @@ async fn a_platform_filter_carries_the_signatures_of_what_it_copies() {
         ("by-tag", format!("{addr}/app/multi:v1"), false),
     ] {
         let isc = work.path().join(format!("{name}.yaml"));
-        std::fs::write(
+        write_image_set(
             &isc,
-            format!(
-                "kind: ImageSetConfiguration
-apiVersion: mirror.openshift.io/v2alpha1
-mirror:
-  additionalImages:
+            &format!(
+                "  additionalImages:
   - name: {image}
     platforms: [{{os: linux, architecture: amd64}}]
 "
             ),
-        )
-        .unwrap();
+        );
         let archive = work.path().join(name);
         let to = format!("file://{}", archive.display());
         let (code, _, stderr) = mirror(

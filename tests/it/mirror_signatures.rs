@@ -7,6 +7,7 @@
 //! cosign verification with the public key.
 use crate::common::registry::TestRegistry;
 use crate::common::run;
+use crate::mirror::write_image_set;
 use base64::Engine;
 use bytes::Bytes;
 use image::layout::digest_of;
@@ -220,14 +221,7 @@ pub(crate) async fn publish(registry: &Registry, addr: &str) -> Signed {
 fn write_config(dir: &Path, images: &[String]) -> String {
     let list: String = images.iter().map(|i| format!("  - name: {i}\n")).collect();
     let path = dir.join("isc.yaml");
-    std::fs::write(
-        &path,
-        format!(
-            "kind: ImageSetConfiguration\napiVersion: mirror.openshift.io/v2alpha1\n\
-             mirror:\n  additionalImages:\n{list}"
-        ),
-    )
-    .unwrap();
+    write_image_set(&path, &format!("  additionalImages:\n{list}"));
     path.display().to_string()
 }
 
