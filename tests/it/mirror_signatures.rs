@@ -6,12 +6,11 @@
 //! archive with the source gone, then verified at the mirror by the sigstore project's own
 //! cosign verification with the public key.
 use crate::common::registry::TestRegistry;
-use crate::common::run;
-use crate::mirror::write_image_set;
+use crate::mirror::{client, mirror, write_image_set};
 use base64::Engine;
 use bytes::Bytes;
 use image::layout::digest_of;
-use image::{BuiltImage, ClientOptions, ImageRef, Registry, build_image};
+use image::{BuiltImage, ImageRef, Registry, build_image};
 use oci_client::Reference;
 use serde_json::{Value, json};
 use sigstore::cosign::verification_constraint::{PublicKeyVerifier, VerificationConstraintVec};
@@ -24,15 +23,6 @@ use std::path::Path;
 const OCI_MANIFEST: &str = "application/vnd.oci.image.manifest.v1+json";
 const OCI_INDEX: &str = "application/vnd.oci.image.index.v1+json";
 const SBOM_TYPE: &str = "application/spdx+json";
-
-fn client(insecure: &[&str], cache: &Path) -> Registry {
-    Registry::new(&ClientOptions {
-        insecure_registries: insecure.iter().map(|s| s.to_string()).collect(),
-        cache_dir: cache.to_owned(),
-        ..Default::default()
-    })
-    .unwrap()
-}
 
 fn image_of(name: &str, text: &str) -> BuiltImage {
     let dir = tempfile::tempdir().unwrap();
@@ -223,18 +213,6 @@ fn write_config(dir: &Path, images: &[String]) -> String {
     let path = dir.join("isc.yaml");
     write_image_set(&path, &format!("  additionalImages:\n{list}"));
     path.display().to_string()
-}
-
-fn mirror(args: &[&str], insecure: &[&str], work: &Path) -> (i32, String, String) {
-    let mut all = vec!["mirror".to_owned()];
-    all.extend(args.iter().map(|a| a.to_string()));
-    for r in insecure {
-        all.extend(["--insecure-registry".to_owned(), r.to_string()]);
-    }
-    for (flag, dir) in [("--image-cache-dir", "cache"), ("--workspace", "workspace")] {
-        all.extend([flag.to_owned(), work.join(dir).display().to_string()]);
-    }
-    run(&all.iter().map(String::as_str).collect::<Vec<_>>())
 }
 
 /// Verifies `image` (a reference on a plain-HTTP registry) with sigstore's cosign client:
