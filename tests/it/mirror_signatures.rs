@@ -208,6 +208,22 @@ pub(crate) async fn publish(registry: &Registry, addr: &str) -> Signed {
     }
 }
 
+/// Publishes into `source` what [`publish`] does and writes an image set of both signed
+/// images (the single one by tag, the index by digest): answers the client, what was
+/// published and the image set's path.
+async fn publish_both(source: &str, insecure: &[&str], work: &Path) -> (Registry, Signed, String) {
+    let registry = client(insecure, &work.join("client"));
+    let signed = publish(&registry, source).await;
+    let config = write_config(
+        work,
+        &[
+            format!("{source}/app/single:v1"),
+            format!("{source}/app/multi@{}", signed.multi),
+        ],
+    );
+    (registry, signed, config)
+}
+
 fn write_config(dir: &Path, images: &[String]) -> String {
     let list: String = images.iter().map(|i| format!("  - name: {i}\n")).collect();
     let path = dir.join("isc.yaml");
@@ -329,15 +345,7 @@ async fn signatures_and_an_sbom_travel_registry_to_registry() {
         target.addr.as_str(),
         bare.addr.as_str(),
     ];
-    let registry = client(&insecure, &work.path().join("client"));
-    let signed = publish(&registry, &source.addr).await;
-    let config = write_config(
-        work.path(),
-        &[
-            format!("{}/app/single:v1", source.addr),
-            format!("{}/app/multi@{}", source.addr, signed.multi),
-        ],
-    );
+    let (registry, signed, config) = publish_both(&source.addr, &insecure, work.path()).await;
     let root = format!("{}/mirror", target.addr);
     let to = format!("docker://{root}");
     let (code, stdout, stderr) = mirror(&["-c", &config, "--to", &to], &insecure, work.path());
@@ -417,15 +425,7 @@ async fn signatures_and_an_sbom_travel_through_an_archive_with_the_source_gone()
         target.addr.as_str(),
         bare.addr.as_str(),
     ];
-    let registry = client(&insecure, &work.path().join("client"));
-    let signed = publish(&registry, &source.addr).await;
-    let config = write_config(
-        work.path(),
-        &[
-            format!("{}/app/single:v1", source.addr),
-            format!("{}/app/multi@{}", source.addr, signed.multi),
-        ],
-    );
+    let (registry, signed, config) = publish_both(&source.addr, &insecure, work.path()).await;
     let archive = format!("file://{}", work.path().join("archive").display());
     let (code, stdout, stderr) = mirror(&["-c", &config, "--to", &archive], &insecure, work.path());
     assert_eq!(code, 0, "{stdout}\n{stderr}");
