@@ -18,7 +18,6 @@ mod load;
 mod server;
 
 use load::Load;
-use std::net::{SocketAddr, TcpListener};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -73,14 +72,6 @@ fn options() -> Options {
         }
     }
     opts
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 fn client() -> reqwest::Client {
@@ -185,13 +176,7 @@ fn ms(d: Duration) -> f64 {
 
 async fn bench(catalog: &Path, opts: &Options) {
     let cache = tempfile::tempdir().unwrap();
-    let http = SocketAddr::from(([127, 0, 0, 1], free_port()));
-    let running = server::start(
-        catalog,
-        cache.path(),
-        &["--http-addr", &http.to_string(), "--catalog-name", NAME],
-    );
-    server::wait_serving(&running.addr).await;
+    let (running, http) = server::start_http(catalog, cache.path(), NAME).await;
     let pid = running.child.id();
     let url = format!("http://{http}/catalogs/{NAME}/api/v1/graphql");
     println!("\n== {}", catalog.display());

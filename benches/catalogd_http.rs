@@ -31,7 +31,7 @@ mod server;
 
 use load::Load;
 use std::io::Write;
-use std::net::{SocketAddr, TcpListener};
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
@@ -84,16 +84,6 @@ fn options() -> Options {
 
 fn all_path() -> String {
     format!("/catalogs/{NAME}/api/v1/all")
-}
-
-/// A loopback port nothing listens on right now (the servers are told the port, so that the
-/// bench does not depend on how they log their address).
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 /// Waits until something accepts connections on `addr` (a readiness check, bounded).
@@ -160,7 +150,7 @@ impl Nginx {
             .status()
             .unwrap();
         let [plain, gzip, gzip_static] =
-            [0; 3].map(|_| SocketAddr::from(([127, 0, 0, 1], free_port())));
+            [0; 3].map(|_| SocketAddr::from(([127, 0, 0, 1], server::free_port())));
         let temp = dir.path().display();
         let config = format!(
             r#"daemon off;
@@ -342,13 +332,7 @@ struct Ours {
 
 async fn start_ours(catalog: &Path) -> Option<Ours> {
     let cache = tempfile::tempdir().unwrap();
-    let http = SocketAddr::from(([127, 0, 0, 1], free_port()));
-    let running = server::start(
-        catalog,
-        cache.path(),
-        &["--http-addr", &http.to_string(), "--catalog-name", NAME],
-    );
-    server::wait_serving(&running.addr).await;
+    let (running, http) = server::start_http(catalog, cache.path(), NAME).await;
     if tokio::net::TcpStream::connect(http).await.is_err() {
         println!("our server has no HTTP listener on {http} (no --http-addr yet?): nginx only");
         return None;

@@ -172,7 +172,7 @@ fn start(peer: Peer, opm: &Path, catalog: &Path, cache: &Path, cold: bool) -> se
         Peer::Opm => {
             // Nothing else listens in this namespace but the servers the bench starts, and
             // only one runs at a time.
-            let port = free_port();
+            let port = server::free_port();
             let mut command = Command::new(opm);
             command
                 .arg("serve")
@@ -193,14 +193,6 @@ fn start(peer: Peer, opm: &Path, catalog: &Path, cache: &Path, cold: bool) -> se
             }
         }
     }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 /// Waits until `server` answers SERVING, asking as any client would (opm listens only once

@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
@@ -22,6 +23,29 @@ impl Drop for Running {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// A loopback port nothing listens on right now (the servers are told the port, so that the
+/// benches do not depend on how they log their address).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Starts `serve` on `catalog` as catalog `name`, with its catalogd HTTP listener on a free
+/// loopback port, and waits until it serves: the catalogd benches all start it this way.
+pub async fn start_http(catalog: &Path, cache: &Path, name: &str) -> (Running, SocketAddr) {
+    let http = SocketAddr::from(([127, 0, 0, 1], free_port()));
+    let running = start(
+        catalog,
+        cache,
+        &["--http-addr", &http.to_string(), "--catalog-name", name],
+    );
+    wait_serving(&running.addr).await;
+    (running, http)
 }
 
 /// Starts `serve` on `catalog` with the index kept in `cache`, plus `extra` flags.
