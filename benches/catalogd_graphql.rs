@@ -74,15 +74,6 @@ fn options() -> Options {
     opts
 }
 
-fn client() -> reqwest::Client {
-    reqwest::Client::builder()
-        .http1_only()
-        .no_proxy()
-        .pool_max_idle_per_host(1)
-        .build()
-        .unwrap()
-}
-
 /// One query's answer, checked to be a 200 without errors.
 async fn query(
     client: &reqwest::Client,
@@ -111,7 +102,7 @@ async fn query(
 
 /// Each package's bundles as a page: (offset, count), read by paging through all bundles.
 async fn package_pages(url: &str) -> Vec<(usize, usize)> {
-    let client = client();
+    let client = server::http_client();
     let mut packages: Vec<String> = Vec::new();
     loop {
         let text = format!(
@@ -145,7 +136,7 @@ async fn load(url: &str, queries: Arc<Vec<String>>, clients: usize, seconds: u64
     let deadline = Instant::now() + Duration::from_secs(seconds);
     let mut tasks = tokio::task::JoinSet::new();
     for c in 0..clients {
-        let (client, queries, url) = (client(), queries.clone(), url.to_owned());
+        let (client, queries, url) = (server::http_client(), queries.clone(), url.to_owned());
         tasks.spawn(async move {
             let (mut latencies, mut errors, mut bytes, mut n) = (Vec::new(), 0, 0, c * 7919);
             while Instant::now() < deadline {
@@ -183,7 +174,7 @@ async fn bench(catalog: &Path, opts: &Options) {
     let (hwm, rss) = server::memory(pid);
     println!("loaded: RSS {rss:.1} MiB (peak {hwm:.1} MiB, the ingest's)");
     let t = Instant::now();
-    query(&client(), &url, "{ summary { totalSchemas } }")
+    query(&server::http_client(), &url, "{ summary { totalSchemas } }")
         .await
         .expect("the first query");
     let (_, rss) = server::memory(pid);

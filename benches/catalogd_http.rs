@@ -95,18 +95,9 @@ async fn accepting(addr: SocketAddr, what: &str) {
     }
 }
 
-fn client() -> reqwest::Client {
-    reqwest::Client::builder()
-        .http1_only()
-        .no_proxy()
-        .pool_max_idle_per_host(1)
-        .build()
-        .unwrap()
-}
-
 /// The whole body of one GET, with the Content-Encoding it came with.
 async fn fetch(url: &str, gzip: bool) -> (Vec<u8>, Option<String>) {
-    let response = client()
+    let response = server::http_client()
         .get(url)
         .header("accept-encoding", if gzip { "gzip" } else { "identity" })
         .send()
@@ -240,7 +231,7 @@ async fn downloads(url: &str, clients: usize, gzip: bool, seconds: f64) -> Downl
     let deadline = tokio::time::Instant::now() + Duration::from_secs_f64(seconds);
     let mut tasks = tokio::task::JoinSet::new();
     for _ in 0..clients {
-        let (bytes, url, http) = (bytes.clone(), url.to_owned(), client());
+        let (bytes, url, http) = (bytes.clone(), url.to_owned(), server::http_client());
         tasks.spawn(async move {
             let mut errors = Vec::new();
             'requests: while tokio::time::Instant::now() < deadline {
@@ -369,7 +360,7 @@ async fn metas(
     );
     let mut tasks = tokio::task::JoinSet::new();
     for c in 0..clients {
-        let (http_client, urls) = (client(), urls.clone());
+        let (http_client, urls) = (server::http_client(), urls.clone());
         tasks.spawn(async move {
             let (mut latencies, mut errors, mut bytes, mut n) = (Vec::new(), 0, 0, c * 7919);
             while Instant::now() < deadline {

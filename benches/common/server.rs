@@ -48,6 +48,17 @@ pub async fn start_http(catalog: &Path, cache: &Path, name: &str) -> (Running, S
     (running, http)
 }
 
+/// An HTTP client for the catalogd benches: HTTP/1.1 only, straight to the server, and one
+/// kept connection, so that each client of a load is one connection.
+pub fn http_client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .http1_only()
+        .no_proxy()
+        .pool_max_idle_per_host(1)
+        .build()
+        .unwrap()
+}
+
 /// Starts `serve` on `catalog` with the index kept in `cache`, plus `extra` flags.
 pub fn start(catalog: &Path, cache: &Path, extra: &[&str]) -> Running {
     let mut child = Command::new(env!("CARGO_BIN_EXE_olm-registry"))
