@@ -38,6 +38,15 @@ fn named<'a>(list: &'a Value, name: &str) -> &'a Value {
         .unwrap_or_else(|| panic!("no {name:?} in {list:?}"))
 }
 
+/// The items of a list of strings (a container's args).
+fn strings(list: &Value) -> Vec<&str> {
+    list.as_sequence()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap())
+        .collect()
+}
+
 fn validate(files: &[PathBuf]) -> (bool, Vec<String>) {
     let out = Command::new("kubernetes-validate")
         .args(["--strict", "-k", KUBERNETES])
@@ -149,12 +158,7 @@ fn ports_names_labels_and_command_line_agree() {
         container_ports,
         [("grpc".to_owned(), 50051), ("metrics".to_owned(), 9090)]
     );
-    let args: Vec<&str> = container["args"]
-        .as_sequence()
-        .unwrap()
-        .iter()
-        .map(|a| a.as_str().unwrap())
-        .collect();
+    let args = strings(&container["args"]);
     assert!(args.contains(&"--metrics-addr=9090"), "{args:?}");
     // The command line parses: clap reaches --help only when every argument before it is
     // accepted.
@@ -220,12 +224,7 @@ fn catalogd_manifests_agree_with_the_controller() {
     let namespace = text(&deployment["metadata"]["namespace"]);
     let pod = &deployment["spec"]["template"];
     let container = &pod["spec"]["containers"][0];
-    let args: Vec<&str> = container["args"]
-        .as_sequence()
-        .unwrap()
-        .iter()
-        .map(|a| a.as_str().unwrap())
-        .collect();
+    let args = strings(&container["args"]);
     assert_eq!(args[0], "catalogd");
     let mut with_help = args.clone();
     with_help.push("--help");
