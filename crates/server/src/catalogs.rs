@@ -3,7 +3,7 @@
 //! replacing or removing a catalog swaps its entry in one step. A request takes its catalog's
 //! entry once and reads only that to its end, so a replacement never shows it a mix of old and
 //! new content; the old index goes away when its last reader does.
-use super::http::Loaded;
+use super::http::{Loaded, Schema};
 use super::serving::ServedCatalog;
 use std::collections::BTreeMap;
 use std::sync::{Arc, RwLock};
@@ -14,10 +14,12 @@ use tokio::sync::OnceCell;
 #[derive(Clone, Default)]
 pub struct Catalogs(Arc<RwLock<BTreeMap<String, Arc<Served>>>>);
 
-/// One catalog as requests see it: its index and, read once, the facts its responses carry.
+/// One catalog as requests see it: its index and, read once, the facts its responses carry
+/// and its GraphQL schema (or why it cannot be built).
 pub(crate) struct Served {
     pub(crate) catalog: ServedCatalog,
     pub(crate) content: OnceCell<Arc<Loaded>>,
+    pub(crate) schema: OnceCell<Result<Arc<Schema>, String>>,
 }
 
 impl Catalogs {
@@ -46,6 +48,7 @@ impl Catalogs {
         let served = Arc::new(Served {
             catalog,
             content: OnceCell::new(),
+            schema: OnceCell::new(),
         });
         self.write().insert(name.to_owned(), served);
     }

@@ -85,9 +85,14 @@ where
     }
     if endpoint == Endpoint::Graphql {
         let served = http.catalogs.get(&catalog);
-        let catalog_of = served.as_ref().map(|served| &served.catalog);
-        let response =
-            graphql::answer(&http.graphql, &catalog, catalog_of, &req.headers, body).await;
+        let response = graphql::answer(
+            &http.graphql,
+            &catalog,
+            served.as_deref(),
+            &req.headers,
+            body,
+        )
+        .await;
         timing.code = response.status().as_u16();
         return (response, Some(timing));
     }

@@ -29,6 +29,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{Semaphore, watch};
 use tracing::{debug, warn};
 
+pub(crate) use graphql::Schema;
 pub(crate) use handler::Loaded;
 pub use routes::dns1123_problems;
 

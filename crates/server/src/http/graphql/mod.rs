@@ -14,16 +14,16 @@ mod validate;
 
 use super::body::{self, Body};
 use super::encoding::{self, THRESHOLD};
+use crate::catalogs::Served;
 use crate::serving::ServedCatalog;
 use bytes::Bytes;
 use http::{HeaderMap, HeaderValue, Response, StatusCode, header};
 use http_body_util::BodyExt;
 use response::{GraphqlError, envelope};
-use schema::{Deriver, Schema};
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, Weak};
+use schema::Deriver;
+pub(crate) use schema::Schema;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
-use store::Store;
 use store::content::{Encoder, MetasFilter, documents};
 use syntax::SyntaxError;
 use tokio::sync::Semaphore;
@@ -39,24 +39,17 @@ const BODY_TIMEOUT: Duration = Duration::from_secs(5);
 /// Queries executed at once (each may hold a response up to its size limit); more wait.
 const RUNNING: usize = 4;
 
-/// What the endpoint keeps between requests: each catalog's schema, by catalog name, with
-/// the index it was derived from.
+/// What the endpoint's requests share across catalogs (each catalog's schema is kept on
+/// its served entry, [`Served::schema`], and goes with it).
 pub(crate) struct Graphql {
-    schemas: Mutex<HashMap<String, Derived>>,
     /// One derivation at a time (it reads every document once).
     deriving: tokio::sync::Mutex<()>,
     running: Semaphore,
 }
 
-struct Derived {
-    store: Weak<Store>,
-    schema: Result<Arc<Schema>, String>,
-}
-
 impl Default for Graphql {
     fn default() -> Self {
         Graphql {
-            schemas: Mutex::new(HashMap::new()),
             deriving: tokio::sync::Mutex::new(()),
             running: Semaphore::new(RUNNING),
         }
@@ -66,12 +59,12 @@ impl Default for Graphql {
 /// The answer: a status, and a body in catalogd's form.
 pub(crate) type Answer = Response<Body>;
 
-/// Answers a POST to the endpoint of catalog `name`, `catalog` being its handle when this
+/// Answers a POST to the endpoint of catalog `name`, `served` being its entry when this
 /// server serves it (`None`: 404, once the query has passed the checks catalogd makes first).
 pub(crate) async fn answer<B>(
     state: &Graphql,
     name: &str,
-    catalog: Option<&ServedCatalog>,
+    served: Option<&Served>,
     headers: &HeaderMap,
     body: B,
 ) -> Answer
@@ -108,14 +101,15 @@ where
     if let Err(message) = limits::check(&doc) {
         return json(headers, envelope(None, &[GraphqlError::general(message)])).await;
     }
-    let Some(catalog) = catalog else {
+    let Some(served) = served else {
         return body::text_error(StatusCode::NOT_FOUND, "404 Not Found");
     };
-    let Some(store) = catalog.loaded() else {
+    let catalog = &served.catalog;
+    if catalog.loaded().is_none() {
         let message = format!("503 Service Unavailable: catalog {name:?} is still loading");
         return body::text_error(StatusCode::SERVICE_UNAVAILABLE, &message);
     };
-    let schema = match state.schema(name, &store, catalog).await {
+    let schema = match state.schema(served).await {
         Ok(schema) => schema,
         Err(e) => {
             tracing::error!("GraphQL schema of catalog {name:?}: {e}");
@@ -168,69 +162,45 @@ where
 }
 
 impl Graphql {
-    /// The schema of catalog `name` as served from `store`: cached, or derived from the
-    /// index (a failure is kept too: the index does not change).
-    async fn schema(
-        &self,
-        name: &str,
-        store: &Arc<Store>,
-        catalog: &ServedCatalog,
-    ) -> Result<Arc<Schema>, String> {
-        if let Some(cached) = self.cached(name, store) {
-            return cached;
-        }
-        let _deriving = self.deriving.lock().await;
-        if let Some(cached) = self.cached(name, store) {
-            return cached;
-        }
-        let derived = catalog
-            .bulk_query(|conn| {
-                let mut deriver = Deriver::default();
-                documents(
-                    conn,
-                    &MetasFilter::default(),
-                    0,
-                    u64::MAX,
-                    &mut |schema, text| {
-                        if !schema.is_empty() {
-                            let doc: serde_json::Value =
-                                serde_json::from_slice(text).map_err(|e| {
-                                    store::QueryError::Storage(format!("a stored document: {e}"))
-                                })?;
-                            deriver.add(schema, &doc);
-                        }
-                        Ok(true)
-                    },
-                )?;
-                Ok(deriver.build())
+    /// The schema of the catalog `served` (loaded): kept on the entry, or derived from its
+    /// index. A failure to build it is kept too (the index does not change); a failure to
+    /// read the index is not, so the next request tries again.
+    async fn schema(&self, served: &Served) -> Result<Arc<Schema>, String> {
+        let kept = served
+            .schema
+            .get_or_try_init(|| async {
+                let _one_at_a_time = self.deriving.lock().await;
+                derive(&served.catalog).await
             })
-            .await;
-        let schema = match derived {
-            Ok(built) => built.map(Arc::new),
-            // Reading failed: not kept, the next request tries again.
-            Err(status) => return Err(status.message().to_owned()),
-        };
-        let mut schemas = self.schemas.lock().unwrap_or_else(|p| p.into_inner());
-        schemas.retain(|_, d| d.store.strong_count() > 0);
-        schemas.insert(
-            name.to_owned(),
-            Derived {
-                store: Arc::downgrade(store),
-                schema: schema.clone(),
-            },
-        );
-        schema
+            .await?;
+        kept.clone()
     }
+}
 
-    fn cached(&self, name: &str, store: &Arc<Store>) -> Option<Result<Arc<Schema>, String>> {
-        let schemas = self.schemas.lock().unwrap_or_else(|p| p.into_inner());
-        let derived = schemas.get(name)?;
-        let same = derived
-            .store
-            .upgrade()
-            .is_some_and(|s| Arc::ptr_eq(&s, store));
-        same.then(|| derived.schema.clone())
-    }
+/// Reads every document of `catalog` once and builds its schema.
+async fn derive(catalog: &ServedCatalog) -> Result<Result<Arc<Schema>, String>, String> {
+    catalog
+        .bulk_query(|conn| {
+            let mut deriver = Deriver::default();
+            documents(
+                conn,
+                &MetasFilter::default(),
+                0,
+                u64::MAX,
+                &mut |schema, text| {
+                    if !schema.is_empty() {
+                        let doc: serde_json::Value = serde_json::from_slice(text).map_err(|e| {
+                            store::QueryError::Storage(format!("a stored document: {e}"))
+                        })?;
+                        deriver.add(schema, &doc);
+                    }
+                    Ok(true)
+                },
+            )?;
+            Ok(deriver.build().map(Arc::new))
+        })
+        .await
+        .map_err(|status| status.message().to_owned())
 }
 
 /// The body, or `None` when it is longer than [`MAX_BODY`] or does not arrive in time.

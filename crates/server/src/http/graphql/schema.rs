@@ -94,7 +94,7 @@ pub(super) struct SchemaInfo {
 }
 
 #[derive(Debug)]
-pub(super) struct Schema {
+pub(crate) struct Schema {
     /// Sorted by name; ids index this.
     pub(super) types: Vec<Type>,
     by_name: HashMap<String, TypeId>,
