@@ -123,6 +123,12 @@ impl ManifestFetcher {
         }
     }
 
+    /// The URL of the manifest `r` names (by digest, else tag, else `latest`).
+    fn manifest_url(&self, r: &Reference) -> String {
+        let at = r.digest().or(r.tag()).unwrap_or("latest");
+        self.url(r, &format!("manifests/{at}"), "")
+    }
+
     /// The manifest `r` names, at most [`MAX_MANIFEST_BYTES`]; `what` starts every error
     /// message.
     pub(super) async fn fetch(
@@ -133,8 +139,7 @@ impl ManifestFetcher {
         accept: &[&str],
         what: &str,
     ) -> Result<Bytes, Error> {
-        let at = r.digest().or(r.tag()).unwrap_or("latest");
-        let url = self.url(r, &format!("manifests/{at}"), "");
+        let url = self.manifest_url(r);
         let mut response = self.get(client, r, auth, &url, accept, what).await?;
         if !response.status().is_success() {
             return Err(refused(&mut response, &url, what).await);
@@ -151,8 +156,7 @@ impl ManifestFetcher {
         auth: &RegistryAuth,
         what: &str,
     ) -> Result<(), Error> {
-        let at = r.digest().or(r.tag()).unwrap_or("latest");
-        let url = self.url(r, &format!("manifests/{at}"), "");
+        let url = self.manifest_url(r);
         let how = (reqwest::Method::DELETE, RegistryOperation::Push);
         let mut response = self.send(client, r, auth, how, &url, &[], what).await?;
         if !response.status().is_success() {

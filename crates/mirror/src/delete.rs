@@ -13,6 +13,7 @@ use super::attachments::{Attachment, Finder, Link};
 use super::config::DeleteImageSetConfiguration;
 use super::error::Error;
 use super::plan::{ImageKind, PlannedImage, digest_tag};
+use super::platforms;
 use super::workflow::{Target, make_plan, parse_target};
 use image::layout::{Layout, replace_file};
 use image::{ClientOptions, ErrorKind, Registry};
@@ -367,11 +368,8 @@ impl Repository<'_> {
             entries
                 .iter()
                 .map(|e| {
-                    let p = &e["platform"];
-                    let platform = match (p["os"].as_str(), p["architecture"].as_str()) {
-                        (Some(os), Some(arch)) => format!("{os}/{arch}"),
-                        _ => "a manifest".to_owned(),
-                    };
+                    let platform =
+                        platforms::platform_of(e).unwrap_or_else(|| "a manifest".to_owned());
                     (
                         e["digest"].as_str().unwrap_or_default().to_owned(),
                         platform,

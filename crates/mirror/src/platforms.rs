@@ -29,12 +29,18 @@ fn matches(platforms: &[Platform], entry: &Value) -> bool {
     })
 }
 
-fn describe(entry: &Value) -> String {
+/// The `os/architecture` of an index entry, when it names both.
+pub(crate) fn platform_of(entry: &Value) -> Option<String> {
     let p = &entry["platform"];
-    match (p["os"].as_str(), p["architecture"].as_str()) {
-        (Some(os), Some(arch)) => format!("{os}/{arch}"),
-        _ => "no platform".to_owned(),
-    }
+    Some(format!(
+        "{}/{}",
+        p["os"].as_str()?,
+        p["architecture"].as_str()?
+    ))
+}
+
+fn describe(entry: &Value) -> String {
+    platform_of(entry).unwrap_or_else(|| "no platform".to_owned())
 }
 
 /// The manifests of `index` whose platform is one of `platforms`; an error, naming what
