@@ -18,19 +18,46 @@ pub fn canonical(v: &Value) -> String {
 /// `serde_json::Map` is a `BTreeMap` (the `preserve_order` feature must stay off), and
 /// `String`'s `Ord` is byte-wise, which is exactly Go's key order.
 pub fn write_canonical(v: &Value, out: &mut String) {
+    write_value(v, out, &mut None);
+}
+
+/// [`write_canonical`], also noting in `long` where the string values of at least `min` bytes
+/// that are written as they are (nothing to escape) sit in `out`: the text between their
+/// quotes, in order. A caller that can derive such a text (base64 manifests) stores it once.
+pub fn write_canonical_noting(
+    v: &Value,
+    out: &mut String,
+    min: usize,
+    long: &mut Vec<std::ops::Range<usize>>,
+) {
+    write_value(v, out, &mut Some((min, long)));
+}
+
+type Noting<'a> = Option<(usize, &'a mut Vec<std::ops::Range<usize>>)>;
+
+fn write_value(v: &Value, out: &mut String, noting: &mut Noting<'_>) {
     match v {
         Value::Null => out.push_str("null"),
         Value::Bool(true) => out.push_str("true"),
         Value::Bool(false) => out.push_str("false"),
         Value::Number(n) => write_number(n, out),
-        Value::String(s) => write_string(s, out),
+        Value::String(s) => {
+            let start = out.len() + 1;
+            write_string(s, out);
+            if let Some((min, long)) = noting
+                && s.len() >= *min
+                && out.len() - 1 - start == s.len()
+            {
+                long.push(start..out.len() - 1);
+            }
+        }
         Value::Array(items) => {
             out.push('[');
             for (i, item) in items.iter().enumerate() {
                 if i > 0 {
                     out.push(',');
                 }
-                write_canonical(item, out);
+                write_value(item, out, noting);
             }
             out.push(']');
         }
@@ -42,7 +69,7 @@ pub fn write_canonical(v: &Value, out: &mut String) {
                 }
                 write_string(k, out);
                 out.push(':');
-                write_canonical(item, out);
+                write_value(item, out, noting);
             }
             out.push('}');
         }
@@ -344,5 +371,21 @@ mod tests {
             "{\n    \"a\": \"x\\u0026y\",\n    \"e\": [],\n    \"o\": {},\n    \"skipRange\": \"\\u003e=1.0.0 \\u003c2.0.0\"\n}"
         );
         assert!(matches!(escape_html("{}"), std::borrow::Cow::Borrowed(_)));
+    }
+
+    #[test]
+    fn long_strings_written_as_they_are_are_noted() {
+        let doc = json!({
+            "aaaaaaaa": "short",
+            "b": ["12345678", "1234567\"", {"c": "abcdefgh"}],
+            "d": "1234\u{2028}56",
+        });
+        let mut out = String::new();
+        let mut long = Vec::new();
+        write_canonical_noting(&doc, &mut out, 8, &mut long);
+        assert_eq!(out, canonical(&doc));
+        let noted: Vec<&str> = long.iter().map(|r| &out[r.clone()]).collect();
+        // Keys are not noted, nor what was escaped on the way.
+        assert_eq!(noted, ["12345678", "abcdefgh"]);
     }
 }

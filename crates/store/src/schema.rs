@@ -29,6 +29,12 @@ const MIGRATIONS: &[(u32, &str, &str, bool)] = &[
         include_str!("../migrations/0004_catalogd_zstd.sql"),
         true,
     ),
+    (
+        5,
+        "catalogd_derived",
+        include_str!("../migrations/0005_catalogd_derived.sql"),
+        true,
+    ),
 ];
 
 /// The version a complete index has; an index at any other version is rebuilt.
@@ -90,7 +96,7 @@ mod tests {
     fn migrations_apply_in_order_and_are_recorded() {
         let conn = Connection::open_in_memory().unwrap();
         migrate(&conn, Stage::Tables).unwrap();
-        assert_eq!(version(&conn).unwrap(), 4);
+        assert_eq!(version(&conn).unwrap(), 5);
         migrate(&conn, Stage::Complete).unwrap();
         assert_eq!(version(&conn).unwrap(), CURRENT_VERSION);
         let names: Vec<String> = conn
@@ -106,7 +112,8 @@ mod tests {
                 "index",
                 "lookup_indexes",
                 "catalogd_content",
-                "catalogd_zstd"
+                "catalogd_zstd",
+                "catalogd_derived"
             ]
         );
         // Applying again is a no-op, not an error.

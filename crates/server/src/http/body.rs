@@ -1,15 +1,17 @@
 //! Response bodies: small fixed ones, and the catalog streamed from the index a batch at a
 //! time. A batch is read on a blocking thread with one of the index's connections, which is
-//! given back before the batch is sent; compression runs on a blocking thread too. One batch
-//! waits for the client at a time, so a connection holds a few batches at most however slow
-//! its reader is, and a reader that takes nothing for [`STALL_TIMEOUT`] is dropped.
+//! given back before the batch is sent; compression runs on a blocking thread too, for a
+//! bounded number of responses at once ([`Compressing`]). One batch waits for the client at a
+//! time, so a connection holds a few batches at most however slow its reader is, and a reader
+//! that takes nothing for [`STALL_TIMEOUT`] is dropped.
+use super::encoding::{Coding, Compressing, Encoder};
 use crate::serving::ServedCatalog;
 use bytes::Bytes;
 use http::{HeaderValue, Response, StatusCode, header};
 use http_body::Frame;
 use http_body_util::{BodyExt, Full, StreamBody, combinators::BoxBody};
 use std::time::Duration;
-use store::content::{self, Coding, Encoder, MetasFilter};
+use store::content::{self, MetasFilter};
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 
@@ -55,8 +57,6 @@ pub(crate) enum Source {
     Range { from: u64, to: u64 },
     /// The lines matching a filter after offset `after`.
     Metas { filter: MetasFilter, after: i64 },
-    /// The stored `/api/v1/all` in `coding` from chunk `seq` on.
-    Compressed { coding: Coding, seq: i64 },
 }
 
 impl Source {
@@ -82,14 +82,6 @@ impl Source {
                             to,
                         })
                     }
-                    Source::Compressed { coding, seq } => {
-                        let read =
-                            content::read_compressed(conn, coding, seq, BATCH_BYTES, &mut batch)?;
-                        (read > 0).then_some(Source::Compressed {
-                            coding,
-                            seq: seq + read,
-                        })
-                    }
                     Source::Metas { filter, after } => {
                         let last =
                             content::read_metas(conn, &filter, after, BATCH_BYTES, &mut batch)?;
@@ -111,20 +103,25 @@ impl Source {
     }
 }
 
-/// Streams `first` (already read) and the rest of `source`, compressed in `coding` if any. An
-/// error of the index cuts the body short, so that the client sees a broken transfer and not
-/// a complete-looking partial catalog. `finished` is dropped when the body ends.
+/// Streams `first` (already read) and the rest of `source`, compressed in `coding` if any
+/// once `compressing` gives it a turn. An error of the index cuts the body short, so that the
+/// client sees a broken transfer and not a complete-looking partial catalog. `finished` is
+/// dropped when the body ends.
 pub(crate) fn stream<G: Send + 'static>(
     catalog: ServedCatalog,
     first: Option<Vec<u8>>,
     mut source: Source,
-    coding: Option<Coding>,
+    coding: Option<(Coding, Compressing)>,
     finished: G,
 ) -> Body {
     let (tx, rx) = mpsc::channel::<Result<Frame<Bytes>, std::io::Error>>(1);
     tokio::spawn(async move {
         let _finished = finished;
-        let mut encoder = match coding.map(Encoder::new).transpose() {
+        let _turn = match &coding {
+            Some((_, compressing)) => compressing.turn().await,
+            None => None,
+        };
+        let mut encoder = match coding.map(|(coding, _)| Encoder::new(coding)).transpose() {
             Ok(encoder) => encoder,
             Err(e) => {
                 let _ = tx.send(Err(e)).await;
@@ -151,7 +148,7 @@ pub(crate) fn stream<G: Send + 'static>(
                 (Some(mut stream), batch) => {
                     let compressed = tokio::task::spawn_blocking(move || match batch {
                         Some(batch) => stream.write(&batch).map(|()| {
-                            let out = stream.take(0).unwrap_or_default();
+                            let out = stream.take();
                             (out, Some(stream))
                         }),
                         None => stream.finish().map(|out| (out, None)),

@@ -1,7 +1,91 @@
 //! Response compression (catalogd-http.md §5): gzip or zstd, chosen from `Accept-Encoding` as
 //! catalogd's compression layer chooses (the higher q-value wins, zstd at equal ones, `q=0`
-//! refuses), for bodies of at least [`THRESHOLD`] bytes; never for `HEAD` or ranges.
-use store::content::Coding;
+//! refuses), for bodies of at least [`THRESHOLD`] bytes; never for `HEAD` or ranges. Bodies are
+//! compressed while they are sent, as catalogd's gzhttp does; nothing is stored compressed.
+use flate2::Compression;
+use flate2::write::GzEncoder;
+use std::io::Write;
+use std::sync::Arc;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+/// The codings responses are compressed with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Coding {
+    Gzip,
+    Zstd,
+}
+
+impl Coding {
+    /// Its name in `Content-Encoding`.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Coding::Gzip => "gzip",
+            Coding::Zstd => "zstd",
+        }
+    }
+}
+
+/// One compressed stream, fed a piece at a time. Fast levels (gzip's fastest, zstd's
+/// default): the catalog is mostly base64 manifests, which the slower levels shrink little
+/// more, and the compression must keep up with a waiting client.
+pub(crate) enum Encoder {
+    Gzip(GzEncoder<Vec<u8>>),
+    Zstd(zstd::stream::write::Encoder<'static, Vec<u8>>),
+}
+
+impl Encoder {
+    pub(crate) fn new(coding: Coding) -> std::io::Result<Encoder> {
+        Ok(match coding {
+            Coding::Gzip => Encoder::Gzip(GzEncoder::new(Vec::new(), Compression::fast())),
+            Coding::Zstd => Encoder::Zstd(zstd::stream::write::Encoder::new(
+                Vec::new(),
+                zstd::DEFAULT_COMPRESSION_LEVEL,
+            )?),
+        })
+    }
+
+    pub(crate) fn write(&mut self, input: &[u8]) -> std::io::Result<()> {
+        match self {
+            Encoder::Gzip(gz) => gz.write_all(input),
+            Encoder::Zstd(zs) => zs.write_all(input),
+        }
+    }
+
+    /// What the stream has produced so far.
+    pub(crate) fn take(&mut self) -> Vec<u8> {
+        std::mem::take(match self {
+            Encoder::Gzip(gz) => gz.get_mut(),
+            Encoder::Zstd(zs) => zs.get_mut(),
+        })
+    }
+
+    /// Ends the stream, returning its last bytes.
+    pub(crate) fn finish(self) -> std::io::Result<Vec<u8>> {
+        match self {
+            Encoder::Gzip(gz) => gz.finish(),
+            Encoder::Zstd(zs) => zs.finish(),
+        }
+    }
+}
+
+/// How many streamed responses are compressed at once: one per core keeps the cores busy,
+/// and each holds an encoder's state (a few MiB for zstd) and a batch, so that memory is
+/// bounded whatever the number of connections. A response beyond that waits for its turn
+/// before its first compressed byte.
+#[derive(Clone)]
+pub(crate) struct Compressing(Arc<Semaphore>);
+
+impl Compressing {
+    pub(crate) fn new() -> Compressing {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        Compressing(Arc::new(Semaphore::new(cores)))
+    }
+
+    /// Waits for a turn; the turn ends when the permit is dropped.
+    pub(crate) async fn turn(&self) -> Option<OwnedSemaphorePermit> {
+        self.0.clone().acquire_owned().await.ok()
+    }
+}
 
 /// Bodies shorter than this go out as they are.
 pub(crate) const THRESHOLD: u64 = 1024;

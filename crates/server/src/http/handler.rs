@@ -5,7 +5,7 @@
 //! module after the catalog name is checked.
 use super::body::{self, Body, Source};
 use super::conditional::{self, Decision, Validators};
-use super::encoding::{self, THRESHOLD};
+use super::encoding::{self, Coding, Compressing, THRESHOLD};
 use super::graphql;
 use super::range::{self, Ranged};
 use super::routes::{self, Endpoint, Routed};
@@ -16,7 +16,7 @@ use http::request::Parts;
 use http::{HeaderMap, HeaderValue, Method, Request, Response, StatusCode, header};
 use std::sync::Arc;
 use std::time::Instant;
-use store::content::{self, Coding, ContentFacts};
+use store::content::{self, ContentFacts};
 
 /// What the responses about the loaded content carry.
 pub(crate) struct Loaded {
@@ -149,7 +149,8 @@ where
         )
     } else {
         None
-    };
+    }
+    .map(|coding| (coding, http.compressing.clone()));
     match filter {
         Some(filter) if !filter.is_empty() => {
             metas(&served, &loaded, method, filter, coding, timing).await
@@ -171,7 +172,7 @@ fn whole(
     served: &Served,
     loaded: &Loaded,
     method: &Method,
-    coding: Option<Coding>,
+    coding: Option<(Coding, Compressing)>,
     ranges: bool,
     range: Option<&str>,
     mut timing: Timing,
@@ -211,7 +212,7 @@ fn whole(
     let coding = coding.filter(|_| ranged == Ranged::Whole && length >= THRESHOLD);
     let headers = r.headers_mut();
     content_headers(headers, loaded);
-    if let Some(coding) = coding {
+    if let Some((coding, _)) = &coding {
         headers.insert(
             header::CONTENT_ENCODING,
             HeaderValue::from_static(coding.name()),
@@ -223,12 +224,8 @@ fn whole(
     if method == Method::HEAD {
         return (r, Some(timing));
     }
-    // The whole body compressed is stored: a copy, like the uncompressed one.
-    let source = match coding {
-        Some(coding) => Source::Compressed { coding, seq: 0 },
-        None => Source::Range { from, to },
-    };
-    *r.body_mut() = body::stream(served.catalog.clone(), None, source, None, timing);
+    let source = Source::Range { from, to };
+    *r.body_mut() = body::stream(served.catalog.clone(), None, source, coding, timing);
     (r, None)
 }
 
@@ -240,7 +237,7 @@ async fn metas(
     loaded: &Loaded,
     method: &Method,
     filter: content::MetasFilter,
-    coding: Option<Coding>,
+    coding: Option<(Coding, Compressing)>,
     mut timing: Timing,
 ) -> (Response<Body>, Option<Timing>) {
     timing.code = 200;
@@ -269,7 +266,7 @@ async fn metas(
         return (r, Some(timing));
     }
     // One batch to compress, or more than one (so over the threshold): streamed.
-    if let Some(coding) = coding {
+    if let Some((coding, _)) = &coding {
         r.headers_mut().insert(
             header::CONTENT_ENCODING,
             HeaderValue::from_static(coding.name()),

@@ -91,6 +91,7 @@ struct Http {
     optional: routes::Optional,
     metrics: Option<Arc<Metrics>>,
     graphql: graphql::Graphql,
+    compressing: encoding::Compressing,
 }
 
 /// Records a request's duration by status code when dropped: when its body has been sent
@@ -142,6 +143,7 @@ async fn accept<H: Handshake>(
         },
         metrics,
         graphql: graphql::Graphql::default(),
+        compressing: encoding::Compressing::new(),
     });
     loop {
         let slot = tokio::select! {

@@ -117,8 +117,9 @@ pub(crate) const PARTIAL_SUFFIX: &str = ".db.partial";
 /// Builds the index for `input` into `target`, replacing it only on success. The index
 /// records `digest`, the catalog's content digest; without one, it is computed from the
 /// ingest's own reads. With `catalogd_content` it also holds what the catalogd HTTP API
-/// serves (every document's line and the compressed `/all`): that costs a share of the
-/// ingest's CPU and more than doubles the index, so only a server that answers HTTP asks.
+/// serves (every document's line, the base64 of its manifests left out where it can be
+/// derived): that costs a share of the ingest's CPU and space, so only a server that answers
+/// HTTP asks.
 /// The partial file is on `unfinished` while it is written.
 pub(crate) fn build_index(
     input: Input<'_>,

@@ -33,7 +33,7 @@ pub(super) struct ParsedFile {
     digest: Option<FileDigest>,
     bytes: u64,
     documents: Vec<Parsed>,
-    /// The documents' catalogd lines.
+    /// The documents' catalogd lines, one per document in the same order (or none).
     lines: Vec<Line>,
 }
 
@@ -97,12 +97,14 @@ pub(super) struct Sink<'c> {
 impl Sink<'_> {
     pub(super) fn take(&mut self, file: ParsedFile) -> Result<(), IngestError> {
         self.bytes += file.bytes;
+        // A line's splices refer to the manifest row of its document.
+        let mut manifests = Vec::with_capacity(file.lines.len());
         for doc in file.documents {
-            self.writer.add(doc, &mut self.errors)?;
+            manifests.push(self.writer.add(doc, &mut self.errors)?);
         }
         if let Some(content) = &mut self.content {
-            for line in &file.lines {
-                content.add(line)?;
+            for (i, line) in file.lines.iter().enumerate() {
+                content.add(line, manifests.get(i).copied().flatten())?;
             }
         }
         Ok(())
@@ -118,7 +120,7 @@ fn parse_file(file: &CatalogFile, hash: bool, lines: bool) -> Result<ParsedFile,
             seen.push(Line::of(doc))
         }
     })?;
-    let lines = seen;
+    let lines = derive_lines(seen, &read.documents);
     Ok(ParsedFile {
         rel: file.rel.clone(),
         bytes: read.data.len() as u64,
@@ -139,7 +141,7 @@ pub(super) fn parse_rendered(
             seen.push(Line::of(doc))
         }
     })?;
-    let lines = seen;
+    let lines = derive_lines(seen, &documents);
     Ok(ParsedFile {
         rel: RENDERED_FILE.to_owned(),
         bytes: rendered.json.len() as u64,
@@ -147,6 +149,18 @@ pub(super) fn parse_rendered(
         documents: split_manifests(documents),
         lines,
     })
+}
+
+/// The lines of `documents` with the base64 of each bundle's manifests left out where it can
+/// be derived (on the worker, where both are at hand). The decoder makes one document per
+/// value it shows, in order; were that ever not so, the lines are kept whole.
+fn derive_lines(mut lines: Vec<Line>, documents: &[(Document, Vec<String>)]) -> Vec<Line> {
+    if lines.len() == documents.len() {
+        for (line, (_, objects)) in lines.iter_mut().zip(documents) {
+            line.derive(objects);
+        }
+    }
+    lines
 }
 
 /// Each bundle's manifests split off its properties.

@@ -43,8 +43,13 @@ impl<'c> Writer<'c> {
     }
 
     /// Adds one document; a document that cannot be stored is added to `errors`, while a
-    /// failure of the database itself (a full disk) ends the ingest.
-    pub(super) fn add(&mut self, doc: Parsed, errors: &mut Vec<LoadError>) -> rusqlite::Result<()> {
+    /// failure of the database itself (a full disk) ends the ingest. Returns the `manifest`
+    /// row of a bundle.
+    pub(super) fn add(
+        &mut self,
+        doc: Parsed,
+        errors: &mut Vec<LoadError>,
+    ) -> rusqlite::Result<Option<i64>> {
         match doc {
             Parsed::Bundle(b) => {
                 // The CSV manifest says it when there is one, else `olm.csv.metadata` does.
@@ -65,13 +70,14 @@ impl<'c> Writer<'c> {
                     (id, csv_range.is_some()),
                 );
                 self.dc.bundles.push(kept(&b.light));
+                return Ok(Some(id));
             }
             Parsed::Other(Document::Meta(meta)) => {
                 let message = match custom_document(&meta) {
                     Ok(message) => message,
                     Err(e) => {
                         errors.push(e);
-                        return Ok(());
+                        return Ok(None);
                     }
                 };
                 self.insert_custom
@@ -80,7 +86,7 @@ impl<'c> Writer<'c> {
             }
             Parsed::Other(doc) => self.dc.push(kept(&doc)),
         }
-        Ok(())
+        Ok(None)
     }
 }
 

@@ -13,6 +13,7 @@ mod syntax;
 mod validate;
 
 use super::body::{self, Body};
+use super::encoding::Encoder;
 use super::encoding::{self, THRESHOLD};
 use crate::catalogs::Served;
 use crate::serving::ServedCatalog;
@@ -24,7 +25,7 @@ use schema::Deriver;
 pub(crate) use schema::Schema;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use store::content::{Encoder, MetasFilter, documents};
+use store::content::{MetasFilter, documents};
 use syntax::SyntaxError;
 use tokio::sync::Semaphore;
 
