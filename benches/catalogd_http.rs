@@ -12,11 +12,15 @@
 //! nginx runs from a config written to a temporary directory (`daemon off`, `sendfile on`,
 //! workers = cores, no access log) on three loopback ports: plain; `gzip on` at level 1 for
 //! `application/jsonl`, which compresses every response on the fly (and so cannot use
-//! sendfile); and `gzip_static on` serving a `.gz` written beforehand, which is what our
-//! server does with the compressed `/all` it stores at ingest. The bytes nginx serves are
-//! those our server answered, identity and gzip. With `--nginx-only` (or before the server
-//! has an HTTP listener) only nginx is measured, on the catalog re-encoded here as compact
-//! JSON lines (the same size to within the escaping, not catalogd's order).
+//! sendfile), as our server now does too (it stores no compressed copy); and `gzip_static on`
+//! serving a `.gz` written beforehand, the best case of a server that stores one. The bytes
+//! nginx serves are those our server answered, identity and gzip. With `--nginx-only` (or
+//! before the server has an HTTP listener) only nginx is measured, on the catalog re-encoded
+//! here as compact JSON lines (the same size to within the escaping, not catalogd's order).
+//!
+//! Our server's CPU (user + system, from `/proc`) over each window is given per GB of catalog
+//! delivered (uncompressed bytes, whatever went on the wire): the figure the client does not
+//! distort.
 //!
 //! The HTTP client is reqwest (one connection per client, HTTP/1.1, bodies counted and
 //! dropped) running in this process: it shares the machine's cores with the server under
@@ -446,8 +450,16 @@ async fn main() {
         std::thread::available_parallelism().map_or(0, |n| n.get()),
     );
     println!(
-        "{:<34} {:>7} | {:>9} {:>7} {:>14} | {:>9} {:>7} | {:>10}",
-        "/all", "clients", "ours MB/s", "/all/s", "RSS MiB", "nginx MB/s", "/all/s", "ours/nginx"
+        "{:<34} {:>7} | {:>9} {:>7} {:>14} {:>9} | {:>9} {:>7} | {:>10}",
+        "/all",
+        "clients",
+        "ours MB/s",
+        "/all/s",
+        "RSS MiB",
+        "CPU-s/GB",
+        "nginx MB/s",
+        "/all/s",
+        "ours/nginx"
     );
     let mut errors = 0;
     for (label, gzip, nginx_addr) in [
@@ -463,24 +475,28 @@ async fn main() {
                 (Some(o), Some(url)) => {
                     let pid = o.running.child.id();
                     let (_, before) = server::memory(pid);
+                    let cpu = server::cpu_seconds(pid);
                     let d = downloads(url, clients, gzip, secs).await;
+                    let cpu = server::cpu_seconds(pid) - cpu;
                     let (peak, after) = server::memory(pid);
+                    let catalog_gb = d.bytes as f64 * all.len() as f64 / body as f64 / 1e9;
                     errors += d.errors.len();
                     for e in d.errors.iter().take(3) {
                         println!("  ours: {e}");
                     }
                     (
                         format!(
-                            "{:>9.0} {:>7.2} {:>14}",
+                            "{:>9.0} {:>7.2} {:>14} {:>9.2}",
                             d.mb_per_s(),
                             d.downloads_per_s(body),
-                            format!("{before:.0}->{after:.0} ({peak:.0})")
+                            format!("{before:.0}->{after:.0} ({peak:.0})"),
+                            cpu / catalog_gb
                         ),
                         format!("{:>10.2}", d.mb_per_s() / n.mb_per_s()),
                     )
                 }
                 _ => (
-                    format!("{:>9} {:>7} {:>14}", "-", "-", "-"),
+                    format!("{:>9} {:>7} {:>14} {:>9}", "-", "-", "-", "-"),
                     format!("{:>10}", "-"),
                 ),
             };
