@@ -358,7 +358,7 @@ mod tests {
             all.extend(properties);
             serde_json::json!({"schema": "olm.bundle", "package": "p", "name": name, "image": format!("example.com/{name}"), "properties": all})
         };
-        let docs = vec![
+        let docs = [
             serde_json::json!({"schema": "olm.package", "name": "p", "defaultChannel": "stable", "description": "<&>\u{2028}"}),
             serde_json::json!({"schema": "olm.channel", "package": "p", "name": "stable", "entries": [{"name": "p.v1.0.0"}, {"name": "p.v2.0.0", "replaces": "p.v1.0.0"}]}),
             bundle(
