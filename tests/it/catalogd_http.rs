@@ -458,7 +458,7 @@ async fn a_real_catalog_served_whole_and_filtered() {
         assert_eq!(as_go(got), as_go(want.clone()), "document {i}");
     }
 
-    // Each stored compression of the whole is the same bytes.
+    // Each compression of the whole inflates to the same bytes.
     for coding in ["gzip", "zstd"] {
         let a = get(
             &format!("{base}/catalogs/community/api/v1/all"),
@@ -514,6 +514,34 @@ async fn a_real_catalog_served_whole_and_filtered() {
             assert_eq!(a.decoded(), want, "{query} {coding}");
         }
     }
+}
+
+/// Compressed responses are compressed a bounded number at a time (one per core): more of
+/// them at once than that wait for their turn and then arrive whole, in either coding, while
+/// identity downloads go on beside them.
+#[tokio::test]
+async fn more_compressed_downloads_than_cores_all_arrive_whole() {
+    let (_server, base) = serve(&fixture("catalogd/tiny"), &["--catalog-name", "tiny"]).await;
+    let all = format!("{base}/catalogs/tiny/api/v1/all");
+    let identity = get(&all, &[]).await.text();
+    assert_eq!(identity, lines(&[1, 2, 3, 4, 5, 6, 7, 8]));
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let mut downloads = tokio::task::JoinSet::new();
+    for i in 0..cores * 4 + 2 {
+        let coding = ["gzip", "zstd", "identity"][i % 3];
+        let all = all.clone();
+        downloads.spawn(async move { (coding, get(&all, &[("Accept-Encoding", coding)]).await) });
+    }
+    let mut seen = 0;
+    while let Some(done) = downloads.join_next().await {
+        let (coding, a) = done.unwrap();
+        assert_eq!(a.status, StatusCode::OK);
+        let expected = (coding != "identity").then_some(coding);
+        assert_eq!(a.header(header::CONTENT_ENCODING), expected);
+        assert_eq!(a.decoded(), identity, "{coding}");
+        seen += 1;
+    }
+    assert_eq!(seen, cores * 4 + 2);
 }
 
 /// zstd as catalogd (gzhttp since v1.18.4) negotiates it: preferred at equal q-values, the
