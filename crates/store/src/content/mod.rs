@@ -7,7 +7,7 @@
 //! sent.
 use super::QueryError;
 use rusqlite::{Connection, params};
-use stored::{COLUMNS, FROM, StoredLine};
+use stored::{COLUMNS, MANIFESTS, StoredLine};
 
 mod base64;
 mod line;
@@ -56,7 +56,7 @@ pub fn read_range(
     let start = out.len();
     // The line holding `from` starts at the greatest offset not after it.
     let mut stmt = conn.prepare_cached(&format!(
-        "SELECT c.offset, {COLUMNS} FROM {FROM}
+        "SELECT c.offset, {COLUMNS} FROM content_line c {MANIFESTS}
          WHERE c.offset >= (SELECT coalesce(max(offset), 0) FROM content_line WHERE offset <= ?1)
            AND c.offset < ?2
          ORDER BY c.offset"
@@ -123,7 +123,7 @@ pub fn read_metas(
     let start = out.len();
     let (conditions, values) = filter_sql(filter, 1);
     let sql = format!(
-        "SELECT c.offset, {COLUMNS} FROM {FROM} WHERE c.offset > ?1{conditions} ORDER BY c.offset"
+        "SELECT c.offset, {COLUMNS} FROM content_line c {MANIFESTS} WHERE c.offset > ?1{conditions} ORDER BY c.offset"
     );
     let mut stmt = conn.prepare_cached(&sql)?;
     let mut bound: Vec<&dyn rusqlite::ToSql> = vec![&after];
@@ -157,8 +157,14 @@ pub fn documents(
     each: &mut EachDocument<'_>,
 ) -> Result<(), QueryError> {
     let (conditions, values) = filter_sql(filter, 2);
+    // The page is chosen first, from the filter's index alone: joined in one query, the rows
+    // skipped by OFFSET had their manifests read too (216 ms instead of 4 for a page deep in
+    // the 8,000-bundle catalog).
     let sql = format!(
-        "SELECT c.schema, {COLUMNS} FROM {FROM} WHERE 1{conditions} ORDER BY c.offset LIMIT ?1 OFFSET ?2"
+        "SELECT c.schema, {COLUMNS} FROM
+           (SELECT c.offset FROM content_line c WHERE 1{conditions} ORDER BY c.offset LIMIT ?1 OFFSET ?2) AS page
+           JOIN content_line c ON c.offset = page.offset {MANIFESTS}
+         ORDER BY c.offset"
     );
     let mut stmt = conn.prepare_cached(&sql)?;
     let (limit, skip) = (

@@ -5,9 +5,10 @@ use super::QueryError;
 use super::base64::{append_encoded, encoded_len};
 use prost::encoding::decode_varint;
 
-/// The columns a stored line is read from, in this order, and the join that gives them.
+/// The columns a stored line is read from, in this order, and the join of `content_line c`
+/// that gives them.
 pub(super) const COLUMNS: &str = "c.skeleton, c.splices, m.objects";
-pub(super) const FROM: &str = "content_line c LEFT JOIN manifest m ON m.id = c.manifest_id";
+pub(super) const MANIFESTS: &str = "LEFT JOIN manifest m ON m.id = c.manifest_id";
 
 /// The tag of an `object` field of api.Bundle (field 5, length-delimited), as
 /// `manifest.objects` holds them one after another.
