@@ -39,13 +39,32 @@ pub(crate) fn within<T>(budget: usize, f: impl FnOnce() -> T) -> Option<T> {
     (!REFUSED.replace(false)).then_some(out)
 }
 
-/// Registers the VFS once; false when it cannot be (no platform VFS), and the index is then
-/// opened without it.
+/// Registers the VFS once; false when it cannot be (no platform VFS, or one without a method
+/// this one forwards to), and the index is then opened without it. The forwarding methods
+/// never find a method missing: SQLite requires every file method of version 1.
 pub(crate) fn register() -> bool {
     static REGISTERED: OnceLock<bool> = OnceLock::new();
     *REGISTERED.get_or_init(|| unsafe {
         let base = ffi::sqlite3_vfs_find(std::ptr::null());
         if base.is_null() {
+            return false;
+        }
+        let b = &*base;
+        let complete = b.iVersion >= 2
+            && b.xOpen.is_some()
+            && b.xDelete.is_some()
+            && b.xAccess.is_some()
+            && b.xFullPathname.is_some()
+            && b.xDlOpen.is_some()
+            && b.xDlError.is_some()
+            && b.xDlSym.is_some()
+            && b.xDlClose.is_some()
+            && b.xRandomness.is_some()
+            && b.xSleep.is_some()
+            && b.xCurrentTime.is_some()
+            && b.xGetLastError.is_some()
+            && b.xCurrentTimeInt64.is_some();
+        if !complete {
             return false;
         }
         let vfs = Box::leak(Box::new(ffi::sqlite3_vfs {
@@ -117,6 +136,8 @@ unsafe extern "C" fn open(
             return rc;
         }
         let ours = file.cast::<File>();
+        // The path names the file the platform just opened: `Store::open` checks that it
+        // named the same file before and after opening its connections.
         (*ours).fd = if flags & ffi::SQLITE_OPEN_MAIN_DB != 0 && !name.is_null() {
             libc::open(name, libc::O_RDONLY | libc::O_CLOEXEC)
         } else {
