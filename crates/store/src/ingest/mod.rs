@@ -245,6 +245,11 @@ fn load(
         substitutes,
         ..
     } = writer;
+    // The reading workers are done: what their arenas hold is free but still resident, and
+    // the lookup indexes built after the model are sorted in memory (`temp_store`) on top of
+    // it. Handed back, the end of the ingest no longer sets the peak (83 -> 67 MiB on the
+    // 64,000-bundle catalog).
+    release_freed_memory();
     let counts = write_model(conn)?;
     // Served all the same, as opm serves it; nothing here follows the links.
     for cycle in substitutes.cycles() {
