@@ -78,7 +78,8 @@ impl ModelPackage {
 }
 
 /// The documents a model is assembled from: a whole catalog's, or a part of it holding, for
-/// each package it names, every document that names that package (see [`Document::package`]).
+/// each package it names, every document that names that package (a package document by its
+/// name; channels, bundles and deprecations by their `package`).
 #[derive(Debug, Default)]
 pub struct Documents {
     pub packages: Vec<Package>,

@@ -188,19 +188,6 @@ pub struct DeclarativeConfig {
     pub others: Vec<Meta>,
 }
 
-impl Document {
-    /// The package a document belongs to: a package's own name, the one the others name.
-    pub fn package(&self) -> &str {
-        match self {
-            Document::Package(p) => &p.name,
-            Document::Channel(c) => &c.package,
-            Document::Bundle(b) => &b.package,
-            Document::Deprecations(d) => &d.package,
-            Document::Meta(m) => &m.package,
-        }
-    }
-}
-
 impl DeclarativeConfig {
     /// Adds every document of `other` (no de-duplication, as opm render concatenates).
     pub fn append(&mut self, other: DeclarativeConfig) {

@@ -18,20 +18,20 @@ fn messages(yaml: &str) -> Vec<String> {
 /// reverse order (any order must do).
 fn by_package(dc: DeclarativeConfig) -> Result<Model, ValidationError> {
     let mut groups: BTreeMap<String, Documents> = BTreeMap::new();
-    let deprecations = dc.deprecations.into_iter().enumerate();
-    let docs = (dc.packages.into_iter().map(Document::Package))
-        .chain(dc.channels.into_iter().map(Document::Channel))
-        .chain(dc.bundles.into_iter().map(Document::Bundle));
-    for doc in docs {
-        let group = groups.entry(doc.package().to_owned()).or_default();
-        match doc {
-            Document::Package(p) => group.packages.push(p),
-            Document::Channel(c) => group.channels.push(c),
-            Document::Bundle(b) => group.bundles.push(b),
-            _ => unreachable!("only these were chained"),
-        }
+    for p in dc.packages {
+        groups.entry(p.name.clone()).or_default().packages.push(p);
     }
-    for (i, d) in deprecations {
+    for c in dc.channels {
+        groups
+            .entry(c.package.clone())
+            .or_default()
+            .channels
+            .push(c);
+    }
+    for b in dc.bundles {
+        groups.entry(b.package.clone()).or_default().bundles.push(b);
+    }
+    for (i, d) in dc.deprecations.into_iter().enumerate() {
         groups
             .entry(d.package.clone())
             .or_default()
