@@ -259,6 +259,74 @@ fn serve_refuses_a_broken_catalog_and_leaves_nothing_behind() {
     assert!(leftovers.is_empty(), "left in the cache: {leftovers:?}");
 }
 
+/// The ingest validates one package at a time; `validate` holds the whole catalog. Problems
+/// that name documents of several packages or files, or of none, read the same from both.
+#[test]
+fn serve_reports_problems_across_packages_and_files_as_validate_does() {
+    let bar = |name: &str| {
+        format!(
+            r#"{{"schema":"olm.bundle","package":"bar","name":"{name}","image":"quay.io/bar:{name}","properties":[{{"type":"olm.package","value":{{"packageName":"bar","version":"1.0.0"}}}}]}}"#
+        )
+    };
+    let deprecation = |package: &str| {
+        format!(
+            r#"{{"schema":"olm.deprecations","package":"{package}","entries":[{{"reference":{{"schema":"olm.package"}},"message":"gone"}}]}}"#
+        )
+    };
+    let dir = catalog(&[
+        (
+            "a.json",
+            [PACKAGE, STABLE_V1, &bundle("1.0.0"), &deprecation("foo")].join("\n"),
+        ),
+        (
+            "b.json",
+            [
+                PACKAGE,
+                r#"{"schema":"olm.package","name":"bar","defaultChannel":"stable"}"#,
+                r#"{"schema":"olm.channel","package":"bar","name":"stable","entries":[{"name":"bar.a"},{"name":"bar.b","replaces":"bar.a"}]}"#,
+                &bar("bar.a"),
+                &bar("bar.b"),
+                &deprecation(""),
+            ]
+            .join("\n"),
+        ),
+        (
+            "c.json",
+            [
+                r#"{"schema":"olm.channel","package":"qux","name":"stable","entries":[{"name":"qux.v1"}]}"#,
+                &deprecation("zed"),
+            ]
+            .join("\n"),
+        ),
+    ]);
+    let expected = "invalid index:\n\
+├── invalid package \"bar\" (b.json:2):\n\
+│   └── duplicate versions found in bundles: [{1.0.0: [bar.a, bar.b]}]\n\
+├── cannot apply deprecations to an unknown package \"zed\" (c.json:2)\n\
+├── duplicate package \"foo\" (b.json:1)\n\
+├── package name must be set for deprecation item 1 (b.json:6)\n\
+└── unknown package \"qux\" for channel \"stable\" (c.json:1)";
+    assert_invalid(dir.path(), expected);
+
+    let cache = tempfile::tempdir().unwrap();
+    let termination = cache.path().join("termination-log");
+    let (code, _, stderr) = run(&[
+        "serve",
+        dir.path().to_str().unwrap(),
+        "-t",
+        termination.to_str().unwrap(),
+        "--cache-dir",
+        cache.path().join("cache").to_str().unwrap(),
+        "--cache-only",
+    ]);
+    assert_eq!(code, 1, "{stderr}");
+    assert_eq!(
+        std::fs::read_to_string(&termination).unwrap(),
+        format!("{expected}\n")
+    );
+    assert_eq!(files_below(cache.path()), ["termination-log"]);
+}
+
 #[tokio::test]
 async fn a_broken_catalog_does_not_replace_a_good_cached_index() {
     let dir = catalog(&[(

@@ -50,26 +50,13 @@ impl Model {
     /// Assembles and validates the model; custom documents (`dc.others`) are not part of it.
     pub fn build(dc: DeclarativeConfig) -> Result<Model, ValidationError> {
         let mut problems = ValidationError::default();
-        let mut packages = add_packages(dc.packages, &mut problems);
-        add_channels(&mut packages, dc.channels, &mut problems);
-        let versions = add_bundles(&mut packages, dc.bundles, &mut problems);
-        report_entries_without_bundles(&packages, &mut problems);
-        for pkg in packages.values_mut() {
-            if !pkg.default_channel.is_empty() && !pkg.channels.contains_key(&pkg.default_channel) {
-                // Upstream makes up the missing default channel, which then fails as empty.
-                let name = pkg.default_channel.clone();
-                let channel = ModelChannel {
-                    name: name.clone(),
-                    origin: pkg.origin.clone(),
-                    ..ModelChannel::default()
-                };
-                pkg.channels.insert(name, channel);
-            }
-        }
-        apply_deprecations(&mut packages, dc.deprecations, &mut problems);
-        for pkg in packages.values_mut() {
-            validate_package(pkg, &versions, &mut problems);
-        }
+        let docs = Documents {
+            packages: dc.packages,
+            channels: dc.channels,
+            bundles: dc.bundles,
+            deprecations: dc.deprecations.into_iter().enumerate().collect(),
+        };
+        let packages = validate_packages(docs, &mut problems);
         if problems.is_empty() {
             Ok(Model { packages })
         } else {
@@ -79,12 +66,61 @@ impl Model {
 
     /// The deprecation message of a bundle, if it is deprecated.
     pub fn bundle_deprecation(&self, pkg: &str, bundle: &str) -> Option<&str> {
-        self.packages
-            .get(pkg)?
-            .bundle_deprecations
-            .get(bundle)
-            .map(String::as_str)
+        self.packages.get(pkg)?.bundle_deprecation(bundle)
     }
+}
+
+impl ModelPackage {
+    /// The deprecation message of one of its bundles, if it is deprecated.
+    pub fn bundle_deprecation(&self, bundle: &str) -> Option<&str> {
+        self.bundle_deprecations.get(bundle).map(String::as_str)
+    }
+}
+
+/// The documents a model is assembled from: a whole catalog's, or a part of it holding, for
+/// each package it names, every document that names that package (a package document by its
+/// name; channels, bundles and deprecations by their `package`).
+#[derive(Debug, Default)]
+pub struct Documents {
+    pub packages: Vec<Package>,
+    pub channels: Vec<Channel>,
+    pub bundles: Vec<Bundle>,
+    /// Each with its position among the catalog's deprecation documents, which a message
+    /// names.
+    pub deprecations: Vec<(usize, Deprecations)>,
+}
+
+/// Assembles and validates the packages of `docs`, adding what is wrong to `problems`.
+///
+/// No rule looks beyond one package: every check of a package reads only the documents that
+/// name it. So a catalog validated one package's documents at a time (in any order) has the
+/// same problems as validated whole; only their order in the list differs, which the
+/// rendered tree does not show (it sorts). That lets an ingest hold one package at a time.
+pub fn validate_packages(
+    docs: Documents,
+    problems: &mut ValidationError,
+) -> BTreeMap<String, ModelPackage> {
+    let mut packages = add_packages(docs.packages, problems);
+    add_channels(&mut packages, docs.channels, problems);
+    let versions = add_bundles(&mut packages, docs.bundles, problems);
+    report_entries_without_bundles(&packages, problems);
+    for pkg in packages.values_mut() {
+        if !pkg.default_channel.is_empty() && !pkg.channels.contains_key(&pkg.default_channel) {
+            // Upstream makes up the missing default channel, which then fails as empty.
+            let name = pkg.default_channel.clone();
+            let channel = ModelChannel {
+                name: name.clone(),
+                origin: pkg.origin.clone(),
+                ..ModelChannel::default()
+            };
+            pkg.channels.insert(name, channel);
+        }
+    }
+    apply_deprecations(&mut packages, docs.deprecations, problems);
+    for pkg in packages.values_mut() {
+        validate_package(pkg, &versions, problems);
+    }
+    packages
 }
 
 fn add_packages(
@@ -398,11 +434,11 @@ fn report_entries_without_bundles(
 
 fn apply_deprecations(
     packages: &mut BTreeMap<String, ModelPackage>,
-    docs: Vec<Deprecations>,
+    docs: Vec<(usize, Deprecations)>,
     problems: &mut ValidationError,
 ) {
     let mut seen = HashSet::new();
-    for (i, d) in docs.into_iter().enumerate() {
+    for (i, d) in docs {
         let top = |problems: &mut ValidationError, message: String| {
             problems.add(&[], Some(&d.origin), message)
         };

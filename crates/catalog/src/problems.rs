@@ -25,7 +25,7 @@ pub struct ValidationError {
 pub(crate) type Object<'a> = (String, &'a Origin);
 
 impl ValidationError {
-    pub(crate) fn is_empty(&self) -> bool {
+    pub fn is_empty(&self) -> bool {
         self.problems.is_empty()
     }
 

@@ -2,6 +2,10 @@
 //!
 //! Every document keeps where it came from ([`Origin`]) so that validation can name the
 //! file as well as the object.
+//!
+//! The serde derives of the documents other than [`Icon`] are not the FBC format (that is
+//! [`crate::decode`] and [`crate::write`]): they let an ingest set the documents aside on disk
+//! and read them back unchanged.
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::sync::Arc;
@@ -13,10 +17,25 @@ pub(crate) const SCHEMA_DEPRECATIONS: &str = "olm.deprecations";
 
 /// Where a document came from: the file (relative to the catalog root, `/`-separated) and the
 /// 1-based line its document starts on.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Origin {
+    #[serde(with = "arc_str")]
     pub file: Arc<str>,
     pub line: usize,
+}
+
+/// `Arc<str>` as a string, without serde's `rc` feature (a feature of the whole tree's serde).
+mod arc_str {
+    use serde::{Deserialize, Deserializer, Serializer};
+    use std::sync::Arc;
+
+    pub(super) fn serialize<S: Serializer>(s: &Arc<str>, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(s)
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Arc<str>, D::Error> {
+        String::deserialize(d).map(Arc::from)
+    }
 }
 
 impl std::fmt::Display for Origin {
@@ -45,7 +64,7 @@ impl Gvk {
 }
 
 /// A property: its type and its value as canonical compact JSON text (registry-api.md §4.3).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Property {
     pub kind: String,
     pub value: String,
@@ -59,7 +78,7 @@ pub struct Icon {
     pub mediatype: String,
 }
 
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Package {
     pub name: String,
     pub default_channel: String,
@@ -69,7 +88,7 @@ pub struct Package {
     pub origin: Origin,
 }
 
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ChannelEntry {
     pub name: String,
     pub replaces: String,
@@ -89,7 +108,7 @@ impl ChannelEntry {
     }
 }
 
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Channel {
     pub name: String,
     pub package: String,
@@ -98,13 +117,13 @@ pub struct Channel {
     pub origin: Origin,
 }
 
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RelatedImage {
     pub name: String,
     pub image: String,
 }
 
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Bundle {
     pub name: String,
     pub package: String,
@@ -118,19 +137,19 @@ pub struct Bundle {
     pub external_objects: usize,
 }
 
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DeprecationReference {
     pub schema: String,
     pub name: String,
 }
 
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DeprecationEntry {
     pub reference: DeprecationReference,
     pub message: String,
 }
 
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Deprecations {
     pub package: String,
     pub entries: Vec<DeprecationEntry>,

@@ -1,4 +1,5 @@
-//! `api.Registry`: each RPC is a query on the index, run on a blocking thread.
+//! `api.Registry`: each RPC is a query on the index, run on a blocking thread; the point
+//! lookups on the calling task when they cannot wait (see `ServedCatalog::lookup`).
 use super::connection::Peer;
 use super::serving::ServedCatalog;
 use api::server::registry_server::Registry;
@@ -68,7 +69,7 @@ impl Registry for RegistryService {
         let name = req.into_inner().name;
         let bytes = self
             .catalog
-            .query(move |c| query::get_package(c, &name))
+            .lookup(move |c| query::get_package(c, &name))
             .await?;
         // Packages are small; decoding keeps the generated Package type on the wire.
         let package = prost::Message::decode(bytes).map_err(|e| Status::internal(e.to_string()))?;
@@ -83,7 +84,7 @@ impl Registry for RegistryService {
         let r = req.into_inner();
         let b = self
             .catalog
-            .query(move |c| query::get_bundle(c, &r.pkg_name, &r.channel_name, &r.csv_name))
+            .lookup(move |c| query::get_bundle(c, &r.pkg_name, &r.channel_name, &r.csv_name))
             .await?;
         Ok(answer(peer, b).await)
     }
@@ -96,7 +97,7 @@ impl Registry for RegistryService {
         let r = req.into_inner();
         let b = self
             .catalog
-            .query(move |c| query::get_bundle_for_channel(c, &r.pkg_name, &r.channel_name))
+            .lookup(move |c| query::get_bundle_for_channel(c, &r.pkg_name, &r.channel_name))
             .await?;
         Ok(answer(peer, b).await)
     }
@@ -121,7 +122,7 @@ impl Registry for RegistryService {
         let r = req.into_inner();
         let b = self
             .catalog
-            .query(move |c| {
+            .lookup(move |c| {
                 query::bundle_that_replaces(c, &r.csv_name, &r.pkg_name, &r.channel_name)
             })
             .await?;

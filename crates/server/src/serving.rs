@@ -4,7 +4,9 @@
 //!
 //! Every query runs on a blocking thread, entered only once one of the index's connections
 //! is free (waited for asynchronously), so that no runtime worker ever waits for SQLite. A
-//! stream reads a page, gives the connection back, and only then waits for its client.
+//! stream reads a page, gives the connection back, and only then waits for its client. The
+//! one exception is a point lookup that finds a connection free and everything it reads in
+//! memory: that cannot wait, and runs on the calling task (see [`ServedCatalog::lookup`]).
 use super::connection::Peer;
 use api::RawMessage;
 use bytes::Bytes;
@@ -131,6 +133,25 @@ impl ServedCatalog {
         .await
         .map_err(|e| Status::internal(format!("query task failed: {e}")))?
         .map_err(to_status)
+    }
+
+    /// Runs a point lookup (one bundle or package) on the calling task when that cannot wait:
+    /// a connection is idle and every page it reads is in the OS page cache, at most
+    /// [`store::CACHED_READ_BUDGET`] bytes of them (see [`Store::try_cached`]). That is the
+    /// common case of a served catalog, and it spares each call two thread switches. Anything
+    /// else runs as [`Self::query`] does.
+    pub(crate) async fn lookup<T, F>(&self, f: F) -> Result<T, Status>
+    where
+        F: Fn(&Connection) -> Result<T, QueryError> + Send + 'static,
+        T: Send + 'static,
+    {
+        let store = self.store().await?;
+        if let Ok(_permit) = self.connections.try_acquire()
+            && let Some(answer) = store.try_cached(store::CACHED_READ_BUDGET, &f)
+        {
+            return answer.map_err(to_status);
+        }
+        self.query(f).await
     }
 
     /// Runs a bulk read (a batch of a download) like [`Self::query`], but only while fewer

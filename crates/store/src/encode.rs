@@ -42,36 +42,38 @@ pub(crate) fn assemble_bundle(
     with_edges: bool,
     with_manifests: bool,
 ) -> Bytes {
-    let mut out = BytesMut::with_capacity(
-        p.common.len()
-            + p.tail.len()
-            + p.edges.len()
-            + if with_manifests {
-                p.objects.len() * 2
-            } else {
-                0
-            },
-    );
+    let csv = match (with_manifests, p.csv_range, p.csv_synth) {
+        (false, _, _) => None,
+        (true, Some((start, len)), _) => p.objects.get(start..start + len),
+        (true, None, Some(synth)) => Some(synth),
+        (true, None, None) => None,
+    };
+    // A bundle known only through olm.csv.metadata serves its CSV as its one object.
+    let csv_as_object = csv.filter(|_| p.objects.is_empty());
+    let objects: &[u8] = if with_manifests { p.objects } else { &[] };
+    let edges: &[u8] = if with_edges { p.edges } else { &[] };
+    // The exact size: an answer is allocated once, and no larger than it is (twice its size
+    // would put a 64 KiB bundle past the allocator's threshold for mapping and unmapping
+    // memory on every call).
+    let field_len = |data: &[u8]| 1 + encoded_len_varint(data.len() as u64) + data.len();
+    let len = p.common.len()
+        + csv.map_or(0, field_len)
+        + csv_as_object.map_or(0, field_len)
+        + objects.len()
+        + p.tail.len()
+        + edges.len();
+    let mut out = BytesMut::with_capacity(len);
     out.put_slice(p.common);
-    if with_manifests {
-        let csv = match (p.csv_range, p.csv_synth) {
-            (Some((start, len)), _) => p.objects.get(start..start + len),
-            (None, Some(synth)) => Some(synth),
-            (None, None) => None,
-        };
-        if let Some(csv) = csv {
-            put_bytes_field(&mut out, CSV_JSON, csv);
-            // A bundle known only through olm.csv.metadata serves its CSV as its one object.
-            if p.objects.is_empty() {
-                put_bytes_field(&mut out, OBJECT, csv);
-            }
-        }
-        out.put_slice(p.objects);
+    if let Some(csv) = csv {
+        put_bytes_field(&mut out, CSV_JSON, csv);
     }
+    if let Some(csv) = csv_as_object {
+        put_bytes_field(&mut out, OBJECT, csv);
+    }
+    out.put_slice(objects);
     out.put_slice(p.tail);
-    if with_edges {
-        out.put_slice(p.edges);
-    }
+    out.put_slice(edges);
+    debug_assert_eq!(out.len(), len);
     out.freeze()
 }
 

@@ -2,6 +2,7 @@
 //! read-only by the server. Responses are stored encoded (see `encode`), so serving is a
 //! lookup plus a write.
 pub mod cache;
+mod cached_reads;
 pub mod content;
 mod digest;
 mod encode;
@@ -28,6 +29,12 @@ pub const MAX_CONNECTIONS: usize = 4;
 /// catalog is: the OS page cache does the real caching.
 const PAGE_CACHE_KIB: i64 = 2048;
 
+/// The most a query run by [`Store::try_cached`] may read: a point lookup of a bundle of up to
+/// about this size (most are tens of KiB) is answered without leaving the calling thread; a
+/// larger one goes to a blocking thread, so that no caller holds an async worker for longer
+/// than copying this much from memory takes (tens of microseconds).
+pub const CACHED_READ_BUDGET: usize = 256 << 10;
+
 /// The `info` key an index built with the catalogd HTTP API's content records.
 const CATALOGD_CONTENT_KEY: &str = "catalogd_content";
 
@@ -36,6 +43,9 @@ pub struct Store {
     path: PathBuf,
     digest: String,
     catalogd_content: bool,
+    /// Whether the connections read through [`cached_reads`], so that
+    /// [`Store::try_cached`] can run queries.
+    cached_reads: bool,
     /// Connections not in use; all `MAX_CONNECTIONS` are opened with the store.
     idle: Mutex<Vec<Connection>>,
     returned: Condvar,
@@ -61,8 +71,9 @@ impl Store {
                 std::io::ErrorKind::NotFound => fail(&"no such index file"),
                 _ => fail(&e),
             })?;
+            let cached_reads = cached_reads::register();
             let connections = (0..MAX_CONNECTIONS)
-                .map(|_| open_read_only(path))
+                .map(|_| open_read_only(path, cached_reads))
                 .collect::<rusqlite::Result<Vec<_>>>()
                 .map_err(|e| fail(&e))?;
             if identity(path).map_err(|e| fail(&e))? != before {
@@ -75,6 +86,7 @@ impl Store {
                 path: path.to_owned(),
                 digest,
                 catalogd_content,
+                cached_reads,
                 idle: Mutex::new(connections),
                 returned: Condvar::new(),
             });
@@ -111,11 +123,35 @@ impl Store {
         };
         drop(idle);
         let result = f(&conn);
+        self.give_back(conn);
+        result
+    }
+
+    fn give_back(&self, conn: Connection) {
         self.idle
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .push(conn);
         self.returned.notify_one();
+    }
+
+    /// Runs `f` at once if a connection is idle and everything it reads is in the OS page
+    /// cache, reading at most `budget` bytes of the file; never waits for a connection or the
+    /// disk, so it may run on an async worker. `None` when it could not (no idle connection,
+    /// a read that would have waited or gone over budget, or reads that cannot be made
+    /// without waiting on this platform): then run `f` with [`Store::with_conn`] on a blocking
+    /// thread. `f` must be a lookup, whose work apart from reading is small.
+    pub fn try_cached<T>(
+        &self,
+        budget: usize,
+        f: impl FnOnce(&Connection) -> Result<T, QueryError>,
+    ) -> Option<Result<T, QueryError>> {
+        if !self.cached_reads {
+            return None;
+        }
+        let conn = self.idle.lock().unwrap_or_else(|p| p.into_inner()).pop()?;
+        let result = cached_reads::within(budget, || f(&conn));
+        self.give_back(conn);
         result
     }
 }
@@ -171,13 +207,17 @@ fn has_info(conn: &Connection, key: &str) -> rusqlite::Result<bool> {
 /// file and renames it over), so it is opened `immutable`: no file locks and no change checks
 /// on every query. The query planner is told to keep its plans, so that binding new values
 /// does not recompile cached statements (it otherwise does, with STAT4 compiled in).
-fn open_read_only(path: &Path) -> rusqlite::Result<Connection> {
-    let conn = Connection::open_with_flags(
-        immutable_uri(path),
-        OpenFlags::SQLITE_OPEN_READ_ONLY
-            | OpenFlags::SQLITE_OPEN_NO_MUTEX
-            | OpenFlags::SQLITE_OPEN_URI,
-    )?;
+/// With `cached_reads`, reads go through [`cached_reads`]' VFS.
+fn open_read_only(path: &Path, cached_reads: bool) -> rusqlite::Result<Connection> {
+    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY
+        | OpenFlags::SQLITE_OPEN_NO_MUTEX
+        | OpenFlags::SQLITE_OPEN_URI;
+    let uri = immutable_uri(path);
+    let conn = if cached_reads {
+        Connection::open_with_flags_and_vfs(uri, flags, cached_reads::NAME)?
+    } else {
+        Connection::open_with_flags(uri, flags)?
+    };
     conn.set_db_config(DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, true)?;
     conn.pragma_update(None, "cache_size", -PAGE_CACHE_KIB)?;
     conn.pragma_update(None, "query_only", true)?;

@@ -14,6 +14,42 @@ fn messages(yaml: &str) -> Vec<String> {
     err.problems.iter().map(|p| p.message.clone()).collect()
 }
 
+/// [`Model::build`] as an ingest does it: one package's documents at a time, the packages in
+/// reverse order (any order must do).
+fn by_package(dc: DeclarativeConfig) -> Result<Model, ValidationError> {
+    let mut groups: BTreeMap<String, Documents> = BTreeMap::new();
+    for p in dc.packages {
+        groups.entry(p.name.clone()).or_default().packages.push(p);
+    }
+    for c in dc.channels {
+        groups
+            .entry(c.package.clone())
+            .or_default()
+            .channels
+            .push(c);
+    }
+    for b in dc.bundles {
+        groups.entry(b.package.clone()).or_default().bundles.push(b);
+    }
+    for (i, d) in dc.deprecations.into_iter().enumerate() {
+        groups
+            .entry(d.package.clone())
+            .or_default()
+            .deprecations
+            .push((i, d));
+    }
+    let mut problems = ValidationError::default();
+    let mut packages = BTreeMap::new();
+    for (_, docs) in groups.into_iter().rev() {
+        packages.extend(validate_packages(docs, &mut problems));
+    }
+    if problems.is_empty() {
+        Ok(Model { packages })
+    } else {
+        Err(problems)
+    }
+}
+
 fn package(name: &str, default_channel: &str) -> String {
     format!("---\nschema: olm.package\nname: {name}\ndefaultChannel: {default_channel}\n")
 }
@@ -505,6 +541,53 @@ fn deprecation_rules() {
     );
 }
 
+/// Every rule that names documents of several packages or none: a package defined twice
+/// (and once without a name), channels, bundles and deprecations of unknown or unnamed
+/// packages, a deprecation numbered among all of the catalog's.
+#[test]
+fn one_package_at_a_time_finds_what_the_whole_catalog_does() {
+    let dep = |package: &str| {
+        format!(
+            "---\nschema: olm.deprecations\npackage: {package}\nentries:\n- reference: {{schema: olm.package}}\n  message: gone\n"
+        )
+    };
+    let yaml = [
+        valid_foo(),
+        dep("foo"),
+        package("bar", "stable"),
+        channel("bar", "stable", &["bar.v1", "bar.v2>bar.v1"]),
+        bundle("bar", "bar.v1", "1.0.0"),
+        bundle("bar", "bar.v2", "1.0.0"),
+        package("foo", "beta"),
+        package("''", "alpha"),
+        channel("qux", "alpha", &["qux.v1"]),
+        bundle("qux", "qux.v1", "1.0.0"),
+        bundle("''", "nobody.v1", "1.0.0"),
+        bundle("foo", "foo.v0.1.0", "0.1.0"),
+        dep("''"),
+        dep("bar"),
+        dep("bar"),
+        dep("zed"),
+    ]
+    .concat();
+    let whole = Model::build(catalog(&yaml)).expect_err("invalid");
+    let parts = by_package(catalog(&yaml)).expect_err("invalid");
+    assert_eq!(parts.to_string(), whole.to_string());
+    assert_eq!(parts.problems.len(), whole.problems.len());
+    assert!(
+        whole
+            .to_string()
+            .contains("package name must be set for deprecation item 1"),
+        "{whole}"
+    );
+
+    let valid = valid_foo() + &dep("foo");
+    assert_eq!(
+        by_package(catalog(&valid)).expect("valid"),
+        Model::build(catalog(&valid)).expect("valid")
+    );
+}
+
 #[test]
 fn csv_metadata_at_most_once() {
     let yaml = valid_foo().replace(
@@ -589,7 +672,9 @@ fn shared_catalogs_build() {
             },
         );
         let counts = (dc.packages.len(), dc.bundles.len());
+        let parts = by_package(dc.clone()).unwrap_or_else(|e| panic!("{dir}: {e}"));
         let model = Model::build(dc).unwrap_or_else(|e| panic!("{dir}: {e}"));
+        assert!(parts == model, "{dir}: one package at a time differs");
         assert_eq!(model.packages.len(), counts.0, "{dir}");
         assert_eq!(
             model

@@ -1,25 +1,24 @@
-//! The SQL side of an ingest: manifests and custom documents as they arrive, then the
-//! validated model's packages, channels, bundles and entries.
+//! The SQL side of an ingest: manifests and custom documents as they arrive, the light
+//! documents set aside; then, one package at a time, the validated packages, channels and
+//! bundles, and last the entries in ListBundles order.
 use super::IngestError;
 use super::read::Parsed;
+use super::spill::{self, EntryStage, Manifest, Manifests, Spill};
 use crate::encode::{
     BundleFacts, encode_edges, encode_objects, encode_package, encode_tail, to_struct,
 };
 use catalog::decode::LoadError;
-use catalog::model::Model;
+use catalog::model::{ModelPackage, ValidationError, validate_packages};
 use catalog::substitutes::{SubstitutesFor, csv_substitutes_for, substitutes_for};
-use catalog::{ChannelEntry, DeclarativeConfig, Document, Meta};
+use catalog::{Document, Meta};
 use prost::Message;
 use rusqlite::{Connection, params};
 use std::collections::HashMap;
 
 /// Takes documents in file order: manifests and custom documents go to the database at
-/// once, the rest is kept for validation.
+/// once, the rest is set aside for validation.
 pub(super) struct Writer<'c> {
-    pub(super) dc: DeclarativeConfig,
-    /// (package, bundle) → manifest row and where the CSV is in it. The last one wins for
-    /// duplicates, which validation rejects anyway.
-    pub(super) manifests: HashMap<(String, String), (i64, bool)>,
+    spill: Spill<'c>,
     insert_manifest: rusqlite::Statement<'c>,
     insert_custom: rusqlite::Statement<'c>,
     pub(super) custom_documents: usize,
@@ -28,10 +27,10 @@ pub(super) struct Writer<'c> {
 }
 
 impl<'c> Writer<'c> {
+    /// A writer into `conn`, which has the spill attached.
     pub(super) fn new(conn: &'c Connection) -> rusqlite::Result<Self> {
         Ok(Writer {
-            dc: DeclarativeConfig::default(),
-            manifests: HashMap::new(),
+            spill: Spill::new(conn)?,
             insert_manifest: conn.prepare(
                 "INSERT INTO manifest (objects, csv_start, csv_len) VALUES (?1, ?2, ?3)",
             )?,
@@ -65,11 +64,11 @@ impl<'c> Writer<'c> {
                 let (start, len) =
                     csv_range.map_or((None, None), |(s, l)| (Some(s as i64), Some(l as i64)));
                 let id = self.insert_manifest.insert(params![objects, start, len])?;
-                self.manifests.insert(
-                    (b.light.package.clone(), b.light.name.clone()),
-                    (id, csv_range.is_some()),
-                );
-                self.dc.bundles.push(kept(&b.light));
+                let manifest = Manifest {
+                    id,
+                    has_csv: csv_range.is_some(),
+                };
+                self.spill.bundle(b.light, manifest)?;
                 return Ok(Some(id));
             }
             Parsed::Other(Document::Meta(meta)) => {
@@ -84,21 +83,10 @@ impl<'c> Writer<'c> {
                     .execute(params![meta.schema, meta.package, message])?;
                 self.custom_documents += 1;
             }
-            Parsed::Other(doc) => self.dc.push(kept(&doc)),
+            Parsed::Other(doc) => self.spill.document(doc)?,
         }
         Ok(None)
     }
-}
-
-/// A copy, made on the writer's thread, of what is kept until the whole catalog is read. The
-/// original was allocated by a reading worker among the large buffers of its file (text,
-/// values, manifests, lines), which are freed as soon as the file is handed over: glibc
-/// gives each thread an arena of its own, and small survivors scattered through a worker's
-/// arena keep it from reusing or returning that space, so resident memory grew with the
-/// catalog (about 35 MiB over the 8,000-bundle one). The copy leaves the workers' arenas
-/// holding only what is freed; the writer's own transient buffers are few and alike in size.
-fn kept<T: Clone>(original: &T) -> T {
-    original.clone()
 }
 
 /// Custom-schema documents are served by schema and package, both of which must be simple
@@ -127,74 +115,84 @@ pub fn is_simple_name(s: &str) -> bool {
         && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
 }
 
-/// Writes the validated model: packages, channels, bundles and one entry per (channel,
-/// bundle) in ListBundles order. Returns (bundles, entries).
-pub(super) fn write_model(
-    conn: &Connection,
-    model: &Model,
-    manifests: &HashMap<(String, String), (i64, bool)>,
-) -> Result<(usize, usize), IngestError> {
-    let (bundle_ids, mut entries) = write_packages(conn, model, manifests)?;
-    entries.sort_by(|a, b| {
-        (a.channel, a.package, &a.entry.name).cmp(&(b.channel, b.package, &b.entry.name))
-    });
-    write_entries(conn, &bundle_ids, &entries)?;
-    Ok((bundle_ids.len(), entries.len()))
+/// How much of the model an ingest wrote.
+#[derive(Debug, Default)]
+pub(super) struct Counts {
+    pub(super) packages: usize,
+    pub(super) bundles: usize,
+    pub(super) entries: usize,
 }
 
-/// A channel entry as the entry table holds it.
-struct EntryRow<'m> {
-    channel: &'m str,
-    package: &'m str,
-    entry: &'m ChannelEntry,
-    is_head: bool,
+/// Validates the set-aside documents one package at a time and writes each package as it
+/// passes (packages, channels, bundles), then the entries in ListBundles order (channel,
+/// package, bundle). Rows come out in the order a model of the whole catalog wrote them. A
+/// catalog with problems fails with all of them.
+pub(super) fn write_model(conn: &Connection) -> Result<Counts, IngestError> {
+    let mut problems = ValidationError::default();
+    let mut packages = PackageWriter::new(conn)?;
+    spill::for_each_package(conn, |docs, manifests| {
+        let valid = validate_packages(docs, &mut problems);
+        // Once there is a problem nothing written is kept: only look for the others.
+        if problems.is_empty() {
+            for pkg in valid.values() {
+                packages.write(pkg, &manifests)?;
+            }
+        }
+        Ok(())
+    })?;
+    if !problems.is_empty() {
+        return Err(IngestError::Invalid(problems));
+    }
+    let mut counts = packages.counts;
+    counts.entries = write_entries(conn)?;
+    Ok(counts)
 }
 
-/// Bundle row ids by (package, bundle).
-type BundleIds<'m> = HashMap<(&'m str, &'m str), i64>;
+/// Writes packages, channels, bundles and their provided APIs, and stages each channel entry
+/// with its bundle's row id.
+struct PackageWriter<'c> {
+    insert_package: rusqlite::Statement<'c>,
+    insert_channel: rusqlite::Statement<'c>,
+    insert_bundle: rusqlite::Statement<'c>,
+    insert_api: rusqlite::Statement<'c>,
+    entries: EntryStage<'c>,
+    counts: Counts,
+}
 
-/// Writes packages, channels and bundles; returns the bundles' row ids and the channels'
-/// entries, which are written once every bundle has its id.
-fn write_packages<'m>(
-    conn: &Connection,
-    model: &'m Model,
-    manifests: &HashMap<(String, String), (i64, bool)>,
-) -> Result<(BundleIds<'m>, Vec<EntryRow<'m>>), IngestError> {
-    let mut insert_package =
-        conn.prepare("INSERT INTO package (name, default_channel, message) VALUES (?1, ?2, ?3)")?;
-    let mut insert_channel =
-        conn.prepare("INSERT INTO channel (package, name, head) VALUES (?1, ?2, ?3)")?;
-    let mut insert_bundle = conn.prepare(
-        "INSERT INTO bundle (package, name, has_image, manifest_id, common, csv_synth) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-    )?;
-    let mut insert_api =
-        conn.prepare("INSERT OR IGNORE INTO provided_api (grp, version, kind, bundle_id) VALUES (?1, ?2, ?3, ?4)")?;
-    let mut bundle_ids = HashMap::new();
-    let mut entries = Vec::new();
-    for pkg in model.packages.values() {
-        insert_package.execute(params![
+impl<'c> PackageWriter<'c> {
+    fn new(conn: &'c Connection) -> rusqlite::Result<Self> {
+        Ok(PackageWriter {
+            insert_package: conn.prepare(
+                "INSERT INTO package (name, default_channel, message) VALUES (?1, ?2, ?3)",
+            )?,
+            insert_channel: conn
+                .prepare("INSERT INTO channel (package, name, head) VALUES (?1, ?2, ?3)")?,
+            insert_bundle: conn.prepare(
+                "INSERT INTO bundle (package, name, has_image, manifest_id, common, csv_synth) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            )?,
+            insert_api: conn.prepare(
+                "INSERT OR IGNORE INTO provided_api (grp, version, kind, bundle_id) VALUES (?1, ?2, ?3, ?4)",
+            )?,
+            entries: EntryStage::new(conn)?,
+            counts: Counts::default(),
+        })
+    }
+
+    fn write(&mut self, pkg: &ModelPackage, manifests: &Manifests) -> Result<(), IngestError> {
+        self.insert_package.execute(params![
             pkg.name,
             pkg.default_channel,
             encode_package(pkg).encode_to_vec()
         ])?;
         for ch in pkg.channels.values() {
-            insert_channel.execute(params![pkg.name, ch.name, ch.head])?;
-            for e in &ch.entries {
-                entries.push(EntryRow {
-                    channel: &ch.name,
-                    package: &pkg.name,
-                    entry: e,
-                    is_head: ch.head == e.name,
-                });
-            }
+            self.insert_channel
+                .execute(params![pkg.name, ch.name, ch.head])?;
         }
+        let mut bundle_ids = HashMap::new();
         for b in pkg.bundles.values() {
-            let (manifest_id, has_csv) = manifests
-                .get(&(pkg.name.clone(), b.name.clone()))
-                .copied()
-                .ok_or_else(|| {
-                    IngestError::Storage(format!("bundle {:?} lost its manifests", b.name))
-                })?;
+            let Manifest { id, has_csv } = manifests.get(&b.name).copied().ok_or_else(|| {
+                IngestError::Storage(format!("bundle {:?} lost its manifests", b.name))
+            })?;
             let bundle = BundleFacts::of(b);
             let csv_synth = match (&bundle.csv_metadata, has_csv) {
                 (Some(meta), false) => {
@@ -203,53 +201,63 @@ fn write_packages<'m>(
                 _ => None,
             };
             let provided = bundle.provided.clone();
-            let common = bundle.encode_common(b, model.bundle_deprecation(&pkg.name, &b.name));
-            let id = insert_bundle.insert(params![
+            let common = bundle.encode_common(b, pkg.bundle_deprecation(&b.name));
+            let row = self.insert_bundle.insert(params![
                 pkg.name,
                 b.name,
                 !b.image.is_empty(),
-                manifest_id,
+                id,
                 common,
                 csv_synth
             ])?;
             for gvk in &provided {
-                insert_api.execute(params![gvk.group, gvk.version, gvk.kind, id])?;
+                self.insert_api
+                    .execute(params![gvk.group, gvk.version, gvk.kind, row])?;
             }
-            bundle_ids.insert((pkg.name.as_str(), b.name.as_str()), id);
+            bundle_ids.insert(b.name.as_str(), row);
         }
+        for ch in pkg.channels.values() {
+            for e in &ch.entries {
+                let bundle_id = bundle_ids.get(e.name.as_str()).ok_or_else(|| {
+                    IngestError::Storage(format!("entry {:?} has no bundle", e.name))
+                })?;
+                self.entries
+                    .add(&pkg.name, &ch.name, *bundle_id, ch.head == e.name, e)?;
+            }
+        }
+        self.counts.packages += 1;
+        self.counts.bundles += pkg.bundles.len();
+        Ok(())
     }
-    Ok((bundle_ids, entries))
 }
 
-fn write_entries(
-    conn: &Connection,
-    bundle_ids: &BundleIds<'_>,
-    entries: &[EntryRow<'_>],
-) -> Result<(), IngestError> {
+/// Writes the staged entries in ListBundles order (rowid order is what ListBundles streams),
+/// with their skips; returns how many.
+fn write_entries(conn: &Connection) -> Result<usize, IngestError> {
     let mut insert_entry = conn.prepare(
         "INSERT INTO entry (package, channel, bundle, bundle_id, replaces, is_head, tail, edges)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
     )?;
     let mut insert_skip =
         conn.prepare("INSERT INTO skip (entry_id, ord, name) VALUES (?1, ?2, ?3)")?;
-    for row in entries {
-        let (channel, pkg, e) = (row.channel, row.package, row.entry);
-        let bundle_id = bundle_ids
-            .get(&(pkg, e.name.as_str()))
-            .ok_or_else(|| IngestError::Storage(format!("entry {:?} has no bundle", e.name)))?;
+    let mut count = 0;
+    spill::for_each_entry(conn, |row| {
+        let e = &row.entry;
         let id = insert_entry.insert(params![
-            pkg,
-            channel,
+            row.package,
+            row.channel,
             e.name,
-            bundle_id,
+            row.bundle_id,
             e.replaces,
             row.is_head,
-            encode_tail(channel, &e.skip_range),
+            encode_tail(&row.channel, &e.skip_range),
             encode_edges(&e.replaces, &e.skips)
         ])?;
         for (ord, skip) in e.skips.iter().enumerate() {
             insert_skip.execute(params![id, ord as i64, skip])?;
         }
-    }
-    Ok(())
+        count += 1;
+        Ok(())
+    })?;
+    Ok(count)
 }
