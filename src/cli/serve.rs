@@ -79,8 +79,9 @@ pub struct ServeArgs {
 struct CatalogdArgs {
     /// Serve the catalogd API (/catalogs/NAME/api/v1/all, /metas and /graphql) on this HOST:PORT (or
     /// port, on all interfaces). Off when not given. The index then also holds the API's
-    /// content (about 2-3x its size); give it with --cache-only too when prebuilding a cache
-    /// for a server that will serve HTTP, or that server rebuilds the cache at start.
+    /// content (a few percent more: manifests are stored once); give it with --cache-only
+    /// too when prebuilding a cache for a server that will serve HTTP, or that server
+    /// rebuilds the cache at start.
     #[arg(long, value_name = "HOST:PORT")]
     http_addr: Option<String>,
     /// The catalog's name in the URLs. Default: the catalog image's repository name, or the
