@@ -144,23 +144,28 @@ pub(crate) fn for_each_field(
 
 /// Checks `s` as Go's `base64.StdEncoding` reads it (the decoding of a JSON string into a Go
 /// `[]byte`): standard alphabet, `=` padding required, CR and LF ignored, unused trailing bits
-/// not checked. Linear and allocation-free: manifests are megabytes of base64.
-pub(crate) fn check_std_base64(s: &str) -> Result<(), String> {
+/// not checked. Linear and allocation-free: manifests are megabytes of base64. Says whether
+/// `s` holds line breaks, which a decoder must then skip (found here without another scan).
+pub(crate) fn check_std_base64(s: &str) -> Result<bool, String> {
     let body = s
         .strip_suffix("==")
         .or_else(|| s.strip_suffix('='))
         .unwrap_or(s);
     if s.len().is_multiple_of(4) && all_in_alphabet(body.as_bytes()) {
-        return Ok(());
+        return Ok(false);
     }
     // Line breaks, or an error to locate.
     let corrupt = |at: usize| Err(format!("illegal base64 data at input byte {at}"));
     // Position within the current 4-symbol quantum, and whether padding has started.
     let mut pos = 0usize;
     let mut padded = false;
+    let mut breaks = false;
     for (i, b) in s.bytes().enumerate() {
         match b {
-            b'\r' | b'\n' => continue,
+            b'\r' | b'\n' => {
+                breaks = true;
+                continue;
+            }
             // Padding may only fill the last one or two places of the final quantum.
             b'=' if pos < 2 => return corrupt(i),
             b'=' => padded = true,
@@ -172,7 +177,7 @@ pub(crate) fn check_std_base64(s: &str) -> Result<(), String> {
     if pos != 0 {
         return corrupt(s.len());
     }
-    Ok(())
+    Ok(breaks)
 }
 
 fn is_base64_symbol(b: u8) -> bool {
@@ -238,12 +243,12 @@ mod tests {
 
     #[test]
     fn base64_is_checked_like_go_std_encoding() {
-        assert_eq!(check_std_base64(""), Ok(()));
-        assert_eq!(check_std_base64("eyJhIjoxfQ=="), Ok(()));
-        assert_eq!(check_std_base64("eyJh\nIjox\r\nfQ=="), Ok(()));
-        assert_eq!(check_std_base64("YWJj"), Ok(()));
-        assert_eq!(check_std_base64("YWI="), Ok(()));
-        assert_eq!(check_std_base64("YW=="), Ok(()));
+        assert_eq!(check_std_base64(""), Ok(false));
+        assert_eq!(check_std_base64("eyJhIjoxfQ=="), Ok(false));
+        assert_eq!(check_std_base64("eyJh\nIjox\r\nfQ=="), Ok(true));
+        assert_eq!(check_std_base64("YWJj"), Ok(false));
+        assert_eq!(check_std_base64("YWI="), Ok(false));
+        assert_eq!(check_std_base64("YW=="), Ok(false));
         assert_eq!(
             check_std_base64("YWJ"),
             Err("illegal base64 data at input byte 3".into())

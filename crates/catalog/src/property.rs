@@ -250,8 +250,7 @@ const GO_STD_BASE64: GeneralPurpose = GeneralPurpose::new(
 /// returned byte-for-byte; anything else is read as YAML and returned as compact JSON with
 /// sorted keys.
 pub fn decode_bundle_object(data_b64: &str) -> Result<String, String> {
-    check_std_base64(data_b64)?;
-    let bytes = if data_b64.contains(['\r', '\n']) {
+    let bytes = if check_std_base64(data_b64)? {
         let clean: String = data_b64
             .chars()
             .filter(|c| *c != '\r' && *c != '\n')
