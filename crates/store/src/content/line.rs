@@ -4,7 +4,7 @@
 //! or how the source wrote it: each long string value is compared with the encoding itself,
 //! and whatever does not match (non-canonical base64, a `data` that decoded to something else,
 //! a manifest read as YAML, an escaped string) stays in the line as it is.
-use super::base64::{encoded_len, is_base64_of};
+use super::base64::is_base64_of;
 use catalog::json::write_canonical_noting;
 use catalog::special_field;
 use serde_json::Value;
@@ -61,9 +61,9 @@ impl Line {
         let (mut copied, mut next) = (0, 0);
         for span in long {
             let value = text[span.clone()].as_bytes();
-            let found = objects[next..].iter().position(|object| {
-                encoded_len(object.len()) == value.len() && is_base64_of(value, object.as_bytes())
-            });
+            let found = objects[next..]
+                .iter()
+                .position(|object| is_base64_of(value, object.as_bytes()));
             if let Some(found) = found {
                 skeleton.push_str(&text[copied..span.start]);
                 self.splices.push((skeleton.len(), next + found));
