@@ -3,6 +3,7 @@
 
 pub mod control_plane;
 pub mod kube;
+pub mod olmv1;
 pub mod pki;
 pub mod prometheus;
 pub mod proxy;
