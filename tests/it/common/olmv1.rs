@@ -217,6 +217,48 @@ impl OlmV1 {
     }
 }
 
+impl OlmV1 {
+    /// The ClusterExtension `name` once it reports `bundle` (a name) installed and has
+    /// reached the desired state, both for its current generation.
+    pub(crate) async fn wait_for_install(&self, name: &str, bundle: &str) -> Value {
+        self.wait_for(
+            &format!("{EXTENSIONS}/{name}"),
+            &format!("{name} installed with {bundle}, desired state reached"),
+            |object| {
+                let current = |kind: &str| {
+                    let c = condition(object, kind);
+                    c["status"] == "True"
+                        && c["reason"] == "Succeeded"
+                        && c["observedGeneration"] == object["metadata"]["generation"]
+                };
+                object["status"]["install"]["bundle"]["name"] == bundle
+                    && current("Installed")
+                    && current("Progressing")
+            },
+        )
+        .await
+    }
+
+    /// The ClusterCatalog `name` once it serves `reference` (by digest) and its Progressing
+    /// condition has `reason`.
+    pub(crate) async fn wait_for_catalog(
+        &self,
+        name: &str,
+        reference: &str,
+        reason: &str,
+    ) -> Value {
+        self.wait_for(
+            &format!("{CATALOGS}/{name}"),
+            &format!("{name} serving {reference}, Progressing {reason}"),
+            |object| {
+                object["status"]["resolvedSource"]["image"]["ref"] == reference
+                    && condition(object, "Progressing")["reason"] == reason
+            },
+        )
+        .await
+    }
+}
+
 /// The condition `kind` of an object's status (Null when absent).
 pub(crate) fn condition<'a>(object: &'a Value, kind: &str) -> &'a Value {
     object["status"]["conditions"]
@@ -325,6 +367,40 @@ pub(crate) struct Catalogd {
 }
 
 impl Catalogd {
+    /// operator-controller's request for `catalog`'s content (`GET …/api/v1/all`, gzip
+    /// accepted), over TLS verified with the test CA: the status code and the body.
+    pub(crate) async fn all(&self, catalog: &str) -> (u16, String) {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let ca = std::fs::read(Pki::get().file("ca.crt")).unwrap();
+        let client = reqwest::Client::builder()
+            .tls_certs_only([reqwest::Certificate::from_pem(&ca).unwrap()])
+            .build()
+            .unwrap();
+        let url = format!("{}/catalogs/{catalog}/api/v1/all", self.url);
+        let response = client
+            .get(&url)
+            .header("Accept-Encoding", "gzip")
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("GET {url}: {e}"));
+        let status = response.status().as_u16();
+        let gzip = response
+            .headers()
+            .get("content-encoding")
+            .is_some_and(|v| v == "gzip");
+        let bytes = response.bytes().await.unwrap();
+        let mut body = String::new();
+        if gzip {
+            use std::io::Read;
+            flate2::read::GzDecoder::new(&bytes[..])
+                .read_to_string(&mut body)
+                .unwrap();
+        } else {
+            body = String::from_utf8(bytes.to_vec()).unwrap();
+        }
+        (status, body)
+    }
+
     /// Starts it with `kubeconfig`, pulling over plain HTTP from `registry`, its image cache
     /// in `dir`. A port found free may be taken before catalogd binds it: tried three times.
     pub(crate) fn start(kubeconfig: &Path, registry: &str, dir: &Path) -> Catalogd {
