@@ -330,3 +330,151 @@ async fn operator_controller_installs_pins_selects_and_upgrades_from_our_catalog
         upgraded_at.saturating_duration_since(moved).as_secs_f64(),
     );
 }
+
+/// The names of the items of a list, sorted.
+fn names(items: &[Value]) -> Vec<String> {
+    let mut names: Vec<String> = items
+        .iter()
+        .map(|i| i["metadata"]["name"].as_str().unwrap().to_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+#[tokio::test]
+async fn operator_controller_and_our_catalogd_carry_on_across_an_api_server_restart() {
+    let Some(etcd) = shared_testdata("real/bundles/etcd") else {
+        return;
+    };
+    let Some(mut olm) = OlmV1::start().await else {
+        return;
+    };
+    let work = olm.work.path().to_owned();
+    let [v092, v094] = ["0.9.2-clusterwide", "0.9.4-clusterwide"]
+        .map(|v| olm.push_bundle(&etcd.join(v), &format!("bundles/etcd:v{v}")));
+    let package = json!({"schema": "olm.package", "name": "etcd",
+                         "defaultChannel": "clusterwide-alpha"});
+    let (v1, v2) = (work.join("v1"), work.join("v2"));
+    let first = json!({"name": "etcdoperator.v0.9.2-clusterwide"});
+    let head = json!({"name": "etcdoperator.v0.9.4-clusterwide",
+                      "replaces": "etcdoperator.v0.9.2-clusterwide"});
+    write_catalog(
+        &v1,
+        &[
+            package.clone(),
+            channel("clusterwide-alpha", json!([first])),
+            v092.clone(),
+        ],
+    );
+    write_catalog(
+        &v2,
+        &[
+            package,
+            channel("clusterwide-alpha", json!([first, head])),
+            v092.clone(),
+            v094.clone(),
+        ],
+    );
+    let one = olm.push_catalog(&v1, "catalogs/etcd:v1");
+    let two = olm.push_catalog(&v2, "catalogs/etcd:v2");
+    olm.create_catalog("etcd", "catalogs/etcd:v1", json!({}))
+        .await;
+    olm.wait_for_catalog("etcd", &one, "Succeeded").await;
+    olm.create_extension("etcd", json!({"packageName": "etcd"}))
+        .await;
+    let object = olm
+        .wait_for_install("etcd", "etcdoperator.v0.9.2-clusterwide")
+        .await;
+    assert_installed(&object, &v092, None);
+
+    // The catalog's tag changes (catalogd pulls, indexes and writes status; operator-controller
+    // then upgrades) and the API server goes away at once, for 3 s.
+    let catalog = format!("{CATALOGS}/etcd");
+    let tag = format!("{}/catalogs/etcd:v2", olm.registry.addr);
+    olm.kube
+        .merge_patch(
+            &catalog,
+            json!({"spec": {"source": {"image": {"ref": tag}}}}),
+        )
+        .await;
+    olm.cp
+        .restart_apiserver(std::time::Duration::from_secs(3))
+        .await;
+    let restarted = Instant::now();
+    let served = olm.wait_for_catalog("etcd", &two, "Succeeded").await;
+    let object = olm
+        .wait_for_install("etcd", "etcdoperator.v0.9.4-clusterwide")
+        .await;
+    let to_upgraded = restarted.elapsed();
+    assert_installed(&object, &v094, None);
+    assert_eq!(
+        said(&served, "Serving"),
+        cond(
+            "Serving",
+            "True",
+            "Available",
+            "Serving desired content from resolved source"
+        )
+    );
+    assert_eq!(
+        served["metadata"]["finalizers"],
+        json!(["olm.operatorframework.io/delete-server-cache"]),
+        "{served:#}"
+    );
+    // Nothing duplicated: one Deployment, and the release stored once per revision.
+    let deployments = olm
+        .kube
+        .list(&format!(
+            "/apis/apps/v1/namespaces/{INSTALL_NAMESPACE}/deployments"
+        ))
+        .await;
+    assert_eq!(names(&deployments), ["etcd-operator"]);
+    let secrets = olm
+        .kube
+        .list(
+            "/api/v1/namespaces/olmv1-system/secrets\
+             ?labelSelector=owner%3Doperator-controller,name%3Detcd,type%3Dindex",
+        )
+        .await;
+    let mut releases: Vec<(String, String)> = secrets
+        .iter()
+        .map(|s| {
+            let labels = &s["metadata"]["labels"];
+            let label = |k: &str| labels[k].as_str().unwrap().to_owned();
+            (label("version"), label("status"))
+        })
+        .collect();
+    releases.sort();
+    assert_eq!(
+        releases,
+        [
+            ("1".to_owned(), "superseded".to_owned()),
+            ("2".to_owned(), "deployed".to_owned())
+        ],
+        "{secrets:#?}"
+    );
+    let finalizers = object["metadata"]["finalizers"].as_array().unwrap();
+    let mut unique = finalizers.clone();
+    unique.dedup();
+    assert_eq!(&unique, finalizers, "{object:#}");
+
+    // Both watches resumed: a catalog created now is served and reported.
+    let late = olm.push_catalog(&v1, "catalogs/late:v1");
+    olm.create_catalog("late", "catalogs/late:v1", json!({}))
+        .await;
+    olm.wait_for_catalog("late", &late, "Succeeded").await;
+    assert!(
+        olm.catalogd.daemon.running(),
+        "{}",
+        olm.catalogd.daemon.tail(40)
+    );
+    assert!(
+        olm.operator_controller.running(),
+        "{}",
+        olm.operator_controller.tail(40)
+    );
+    eprintln!(
+        "FIGURES: API server back after 3 s down -> upgraded {:.1} s",
+        to_upgraded.as_secs_f64()
+    );
+}

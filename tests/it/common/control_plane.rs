@@ -183,6 +183,98 @@ impl ControlPlane {
         .await;
     }
 
+    /// Stops kube-apiserver (SIGTERM, as a rollout does; SIGKILL after 10 s, as the kubelet
+    /// does after a grace period: with clients watching it, it may linger after "Stopped
+    /// listening"), leaves it down for `down`, and starts it again with the same command line,
+    /// data (etcd keeps running), certificates and tokens, so every client's kubeconfig stays
+    /// good; returns once it is ready. The new process replaces the old one in `DIR/pids`, so
+    /// `down` still stops it. (`control-plane.sh up` on the same directory would keep etcd's
+    /// data but issue a new admin token.) Async, so that the test's own clients keep being
+    /// driven meanwhile.
+    pub async fn restart_apiserver(&self, down: Duration) {
+        let pids_file = self.dir.path().join("pids");
+        let pids = std::fs::read_to_string(&pids_file).unwrap();
+        let old: i32 = pids
+            .lines()
+            .map(|l| l.trim().parse().unwrap())
+            .find(|pid: &i32| {
+                std::fs::read_to_string(format!("/proc/{pid}/comm"))
+                    .is_ok_and(|comm| comm.trim() == "kube-apiserver")
+            })
+            .expect("a running kube-apiserver in DIR/pids");
+        let command_line = std::fs::read(format!("/proc/{old}/cmdline")).unwrap();
+        let mut args = command_line
+            .split(|b| *b == 0)
+            .filter(|a| !a.is_empty())
+            .map(|a| String::from_utf8(a.to_vec()).unwrap());
+        let program = args.next().unwrap();
+        // Gone, or a zombie: its parent (the script) has exited, and whoever reaps orphans
+        // here may not.
+        let alive = || {
+            std::fs::read_to_string(format!("/proc/{old}/stat")).is_ok_and(|stat| {
+                let state = stat.rsplit_once(") ").map(|(_, rest)| rest.chars().next());
+                state != Some(Some('Z'))
+            })
+        };
+        // SAFETY: plain kill(2)s of the API server this control plane started.
+        unsafe { libc::kill(old, libc::SIGTERM) };
+        let (stopping, mut killed) = (std::time::Instant::now(), false);
+        while alive() {
+            if stopping.elapsed() > Duration::from_secs(10) && !killed {
+                eprintln!("kube-apiserver {old} still running 10 s after SIGTERM: SIGKILL");
+                unsafe { libc::kill(old, libc::SIGKILL) };
+                killed = true;
+            }
+            assert!(
+                stopping.elapsed() < PATIENCE,
+                "kube-apiserver {old} did not stop:\n{}",
+                logs(self.dir.path())
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        tokio::time::sleep(down).await;
+        let log = std::fs::OpenOptions::new()
+            .append(true)
+            .open(self.dir.path().join("apiserver.log"))
+            .unwrap();
+        let child = Command::new(program)
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .spawn()
+            .unwrap();
+        let new = child.id();
+        // Not waited for here: `down` stops it, and init reaps it once this process is gone.
+        std::mem::forget(child);
+        let replaced = pids.replace(&format!("{old}\n"), &format!("{new}\n"));
+        std::fs::write(&pids_file, replaced).unwrap();
+        let started = std::time::Instant::now();
+        loop {
+            let (token, port) = (self.token.clone(), self.api_port);
+            // curl waits up to 2 s: on a blocking thread, not the test's runtime.
+            let out = tokio::task::spawn_blocking(move || {
+                Command::new("curl")
+                    .args(["-sk", "-m", "2", "-H"])
+                    .arg(format!("Authorization: Bearer {token}"))
+                    .arg(format!("https://127.0.0.1:{port}/readyz"))
+                    .output()
+                    .expect("curl")
+            })
+            .await
+            .unwrap();
+            if out.stdout == b"ok" {
+                return;
+            }
+            assert!(
+                started.elapsed() < PATIENCE,
+                "kube-apiserver not ready again:\n{}",
+                logs(self.dir.path())
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
     /// A client with the admin's kubeconfig.
     pub async fn client(&self) -> kube::Client {
         let _ = rustls::crypto::ring::default_provider().install_default();

@@ -43,9 +43,7 @@ pub(crate) struct OlmV1 {
     pub(crate) registry: TestRegistry,
     /// Scratch space: build caches, operator-controller's cache and HOME.
     pub(crate) work: tempfile::TempDir,
-    /// Held for its Drop, last of all; its kubeconfig, token and directory are there for
-    /// tests that need them.
-    #[allow(dead_code)]
+    /// Stopped last, when dropped.
     pub(crate) cp: ControlPlane,
 }
 
@@ -338,6 +336,11 @@ impl Daemon {
                 ))
             }
         }
+    }
+
+    /// Whether it is still running (it has not exited).
+    pub(crate) fn running(&mut self) -> bool {
+        self.child.try_wait().unwrap().is_none()
     }
 
     /// Its last `n` lines, for a failure message.
