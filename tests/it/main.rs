@@ -16,6 +16,7 @@ mod cache;
 mod catalogd_controller;
 mod catalogd_graphql;
 mod catalogd_http;
+mod catalogd_rbac;
 mod conformance;
 mod container;
 mod control_plane;

@@ -10,7 +10,7 @@ use kube::api::{Api, PostParams};
 use std::time::Duration;
 use tokio::sync::watch;
 use tokio::time::Instant;
-use tracing::{info, warn};
+use tracing::info;
 
 /// How long a holder that stops renewing keeps the Lease (client-go's default).
 const LEASE_DURATION: Duration = Duration::from_secs(15);
@@ -59,7 +59,7 @@ impl Election {
                     false
                 }
                 Err(e) => {
-                    warn!(lease = %self.name, "leader election: {e}");
+                    crate::api_failure!(&e, lease = %self.name, "leader election");
                     renewed.is_some_and(|at| at.elapsed() < RENEW_DEADLINE)
                 }
             };
@@ -76,7 +76,7 @@ impl Election {
         if *leader.borrow() {
             leader.send_replace(false);
             if let Err(e) = self.release().await {
-                warn!(lease = %self.name, "releasing the lease: {e}");
+                crate::api_failure!(&e, lease = %self.name, "releasing the lease");
             }
         }
     }

@@ -65,6 +65,48 @@ pub enum Error {
     Listen(#[from] server::ListenError),
 }
 
+/// An API call that failed, as one line: the API server's own message and code (kube's text
+/// adds a debug dump of the same Status); a 403 also says where the missing rule belongs.
+pub(crate) struct ApiFailure<'a>(pub(crate) &'a kube::Error);
+
+impl ApiFailure<'_> {
+    /// A refusal for want of a permission: the deployment is wrong, not the moment.
+    pub(crate) fn forbidden(&self) -> bool {
+        matches!(self.0, kube::Error::Api(status) if status.code == 403)
+    }
+}
+
+impl std::fmt::Display for ApiFailure<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0 {
+            kube::Error::Api(status) if status.code == 403 => write!(
+                f,
+                "{} (403 Forbidden: the ServiceAccount lacks this permission; deploy/catalogd.yaml \
+                 lists the rules catalogd needs)",
+                status.message
+            ),
+            kube::Error::Api(status) => {
+                write!(f, "{} ({} {})", status.message, status.code, status.reason)
+            }
+            other => write!(f, "{other}"),
+        }
+    }
+}
+
+/// Logs a failed API call: an error when a permission is missing (it will not mend itself),
+/// a warning otherwise (it is retried).
+macro_rules! api_failure {
+    ($error:expr, $($field:ident = %$value:expr,)* $context:literal) => {{
+        let failure = $crate::ApiFailure($error);
+        if failure.forbidden() {
+            tracing::error!($($field = %$value,)* concat!($context, ": {}"), failure);
+        } else {
+            tracing::warn!($($field = %$value,)* concat!($context, ": {}"), failure);
+        }
+    }};
+}
+pub(crate) use api_failure;
+
 /// Pulls and index builds at once.
 const CONCURRENT_LOADS: usize = 2;
 

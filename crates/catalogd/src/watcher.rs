@@ -49,7 +49,7 @@ pub(crate) async fn run(shared: Arc<Shared>) {
     };
     loop {
         if let Err(e) = list_and_watch(&mut reconcilers).await {
-            warn!("reading ClusterCatalogs: {e}; listing again");
+            crate::api_failure!(&e, "reading ClusterCatalogs (listing again)");
             tokio::time::sleep(RELIST_BACKOFF).await;
         }
     }

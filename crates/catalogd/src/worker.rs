@@ -256,7 +256,7 @@ async fn write_status(
     {
         Ok(_) => None,
         Err(e) => {
-            warn!(catalog = %catalog.name, "writing the status: {e}");
+            crate::api_failure!(&e, catalog = %catalog.name, "writing the status");
             Some(Instant::now() + WRITE_RETRY)
         }
     }
@@ -285,7 +285,7 @@ async fn finalizer(shared: &Shared, catalog: &ClusterCatalog, present: bool) -> 
         Ok(_) => None,
         Err(kube::Error::Api(status)) if status.code == 409 || status.code == 404 => None,
         Err(e) => {
-            warn!(catalog = %catalog.name, "writing the finalizer: {e}");
+            crate::api_failure!(&e, catalog = %catalog.name, "writing the finalizer");
             Some(Instant::now() + WRITE_RETRY)
         }
     }

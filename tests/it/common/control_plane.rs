@@ -23,7 +23,7 @@ pub struct ControlPlane {
     pub dir: tempfile::TempDir,
     /// An admin kubeconfig (static token; TLS not verified).
     pub kubeconfig: PathBuf,
-    /// The admin's bearer token (group system:masters; authorization is AlwaysAllow).
+    /// The admin's bearer token (group system:masters: allowed everything, RBAC or not).
     pub token: String,
     /// The API server's port on 127.0.0.1.
     pub api_port: u16,
@@ -37,6 +37,16 @@ impl ControlPlane {
     /// a loud SKIPPED line) only when the tools directory is absent; panics with the logs
     /// otherwise if it cannot start.
     pub fn start() -> Option<ControlPlane> {
+        ControlPlane::start_authorizing("AlwaysAllow")
+    }
+
+    /// As [`ControlPlane::start`], with `--authorization-mode=RBAC`: Roles and ClusterRoles
+    /// are enforced (the admin token stays in `system:masters`).
+    pub fn start_rbac() -> Option<ControlPlane> {
+        ControlPlane::start_authorizing("RBAC")
+    }
+
+    fn start_authorizing(mode: &str) -> Option<ControlPlane> {
         let Some(tools) = ControlPlane::tools() else {
             eprintln!(
                 "\n!!! SKIPPED: ../shared/tools/olm-e2e absent; this test needs a real control plane !!!\n"
@@ -64,6 +74,7 @@ impl ControlPlane {
                 .env("ETCD_PORT", etcd.to_string())
                 .env("ETCD_PEER_PORT", peer.to_string())
                 .env("APISERVER_PORT", api.to_string())
+                .env("AUTHORIZATION_MODE", mode)
                 .stdin(Stdio::null())
                 .output()
                 .expect("run control-plane.sh");

@@ -110,23 +110,13 @@ impl OlmV1 {
     }
 
     fn build(&self, kind: &str, dir: &Path, name: &str) -> String {
-        let tag = format!("{}/{name}", self.registry.addr);
-        let cache = self.work.path().join("build-cache");
-        let (code, stdout, stderr) = run(&[
-            "build",
+        push(
             kind,
-            dir.to_str().unwrap(),
-            "--tag",
-            &tag,
-            "--insecure-registry",
+            dir,
             &self.registry.addr,
-            "--image-cache-dir",
-            cache.to_str().unwrap(),
-        ]);
-        assert_eq!(code, 0, "build {kind} {}: {stderr}", dir.display());
-        let digest = stdout.trim().rsplit_once('@').expect("NAME@DIGEST").1;
-        let repository = tag.rsplit_once(':').unwrap().0;
-        format!("{repository}@{digest}")
+            name,
+            &self.work.path().join("build-cache"),
+        )
     }
 
     /// Creates a ClusterCatalog of the registry's `name` (`repository:tag`), its tag polled
@@ -255,6 +245,28 @@ impl OlmV1 {
         )
         .await
     }
+}
+
+/// `build KIND DIR` (`catalog` or `bundle`) pushed to the plain-HTTP `registry` as `name`
+/// (`repository:tag`), its layers cached in `cache`: the image reference by digest
+/// (`HOST:PORT/repository@sha256:…`).
+pub(crate) fn push(kind: &str, dir: &Path, registry: &str, name: &str, cache: &Path) -> String {
+    let tag = format!("{registry}/{name}");
+    let (code, stdout, stderr) = run(&[
+        "build",
+        kind,
+        dir.to_str().unwrap(),
+        "--tag",
+        &tag,
+        "--insecure-registry",
+        registry,
+        "--image-cache-dir",
+        cache.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "build {kind} {}: {stderr}", dir.display());
+    let digest = stdout.trim().rsplit_once('@').expect("NAME@DIGEST").1;
+    let repository = tag.rsplit_once(':').unwrap().0;
+    format!("{repository}@{digest}")
 }
 
 /// The condition `kind` of an object's status (Null when absent).
