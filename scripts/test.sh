@@ -19,6 +19,10 @@ command -v rsvg-convert >/dev/null || missing+=(librsvg2-bin)
 command -v prometheus >/dev/null || missing+=(prometheus)
 # etcd for the real control plane of tests/it/common/control_plane.rs.
 command -v etcd >/dev/null || missing+=(etcd-server)
+# operator-controller ships xz-compressed (tests/it/common/olmv1.rs unpacks it once); curl for
+# control-plane.sh and ControlPlane::restart_apiserver's readiness checks.
+command -v xz >/dev/null || missing+=(xz-utils)
+command -v curl >/dev/null || missing+=(curl)
 # tests/it/olm_e2e: `ip link set lo up` in the test's own network namespace.
 command -v ip >/dev/null || missing+=(iproute2)
 # tests/it/container.rs: podman runs the catalog image with runc (crun refuses hybrid cgroup

@@ -9,10 +9,11 @@
 use crate::catalogd_http::{client, lines};
 use crate::common::control_plane::ControlPlane;
 use crate::common::kube::{Kube, eventually};
+use crate::common::olmv1::inflated;
 use crate::common::registry::TestRegistry;
 use crate::common::{BIN, fixture, run, write};
 use serde_json::{Value, json};
-use std::io::{BufRead, BufReader, Read};
+use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex, mpsc};
@@ -92,21 +93,7 @@ impl Replica {
             .send()
             .await
             .unwrap();
-        let status = response.status().as_u16();
-        let gzip = response
-            .headers()
-            .get("content-encoding")
-            .is_some_and(|v| v == "gzip");
-        let bytes = response.bytes().await.unwrap();
-        let mut body = String::new();
-        if gzip {
-            flate2::read::GzDecoder::new(&bytes[..])
-                .read_to_string(&mut body)
-                .unwrap();
-        } else {
-            body = String::from_utf8(bytes.to_vec()).unwrap();
-        }
-        (status, body)
+        inflated(response).await
     }
 
     fn stop(&mut self) {

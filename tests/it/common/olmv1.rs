@@ -247,6 +247,27 @@ impl OlmV1 {
     }
 }
 
+/// The status code and body of a catalogd answer, inflated when it came gzip-encoded (as
+/// operator-controller, which asks for gzip, reads it).
+pub(crate) async fn inflated(response: reqwest::Response) -> (u16, String) {
+    let status = response.status().as_u16();
+    let gzip = response
+        .headers()
+        .get("content-encoding")
+        .is_some_and(|v| v == "gzip");
+    let bytes = response.bytes().await.unwrap();
+    let mut body = String::new();
+    if gzip {
+        use std::io::Read;
+        flate2::read::GzDecoder::new(&bytes[..])
+            .read_to_string(&mut body)
+            .unwrap();
+    } else {
+        body = String::from_utf8(bytes.to_vec()).unwrap();
+    }
+    (status, body)
+}
+
 /// `build KIND DIR` (`catalog` or `bundle`) pushed to the plain-HTTP `registry` as `name`
 /// (`repository:tag`), its layers cached in `cache`: the image reference by digest
 /// (`HOST:PORT/repository@sha256:…`).
@@ -398,22 +419,7 @@ impl Catalogd {
             .send()
             .await
             .unwrap_or_else(|e| panic!("GET {url}: {e}"));
-        let status = response.status().as_u16();
-        let gzip = response
-            .headers()
-            .get("content-encoding")
-            .is_some_and(|v| v == "gzip");
-        let bytes = response.bytes().await.unwrap();
-        let mut body = String::new();
-        if gzip {
-            use std::io::Read;
-            flate2::read::GzDecoder::new(&bytes[..])
-                .read_to_string(&mut body)
-                .unwrap();
-        } else {
-            body = String::from_utf8(bytes.to_vec()).unwrap();
-        }
-        (status, body)
+        inflated(response).await
     }
 
     /// Starts it with `kubeconfig`, pulling over plain HTTP from `registry`, its image cache
