@@ -45,6 +45,7 @@ mod resolution_remote;
 mod resolution_scenarios;
 mod resolve_cli;
 mod serving_under_load;
+mod structure;
 mod substitutes_cycle;
 mod tls_reload;
 mod traces;
