@@ -341,6 +341,7 @@ struct Figures {
     warm_s: f64,
     warm_peak_mib: f64,
     list_bundles_s: f64,
+    list_bundles_cpu_s: f64,
     reconnect_s: f64,
     calls_per_s: f64,
     p99_ms: f64,
@@ -357,6 +358,12 @@ const ROWS: &[Row] = &[
     ("warm start to SERVING", "s", |f| f.warm_s, true),
     ("warm start peak RSS", "MiB", |f| f.warm_peak_mib, true),
     ("ListBundles (full stream)", "s", |f| f.list_bundles_s, true),
+    (
+        "server CPU per ListBundles stream",
+        "s",
+        |f| f.list_bundles_cpu_s,
+        true,
+    ),
     ("OLM reconnect round", "s", |f| f.reconnect_s, true),
     ("GetBundle throughput", "calls/s", |f| f.calls_per_s, false),
     ("GetBundle p99", "ms", |f| f.p99_ms, true),
@@ -431,10 +438,14 @@ async fn run(opts: &Options, opm: &Path, work: &Path) {
         for (peer, server, mut f, cache) in warm {
             let mut c = client(&server.addr).await;
             f.list_bundles_s = f64::MAX;
+            f.list_bundles_cpu_s = f64::MAX;
+            let pid = server.child.id();
             for _ in 0..2 {
+                let cpu = server::cpu_seconds(pid);
                 let t = Instant::now();
                 list_bundles(&mut c).await;
                 f.list_bundles_s = f.list_bundles_s.min(t.elapsed().as_secs_f64());
+                f.list_bundles_cpu_s = f.list_bundles_cpu_s.min(server::cpu_seconds(pid) - cpu);
             }
             let t = Instant::now();
             list_bundles(&mut c).await;
@@ -446,9 +457,10 @@ async fn run(opts: &Options, opm: &Path, work: &Path) {
             f.cpu_us_per_call = load.cpu_us_per_call();
             f.serving_rss_mib = server::memory(server.child.id()).1;
             println!(
-                "round {round}, {}: ListBundles {:.2} s, reconnect {:.2} s, GetBundle {:.0} calls/s p99 {:.1} ms {:.0} µs CPU/call, RSS {:.0} MiB",
+                "round {round}, {}: ListBundles {:.2} s ({:.3} CPU-s), reconnect {:.2} s, GetBundle {:.0} calls/s p99 {:.1} ms {:.0} µs CPU/call, RSS {:.0} MiB",
                 peer.name(),
                 f.list_bundles_s,
+                f.list_bundles_cpu_s,
                 f.reconnect_s,
                 f.calls_per_s,
                 f.p99_ms,
