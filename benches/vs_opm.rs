@@ -18,6 +18,8 @@
 //! catalog operator and packageserver do when a connection becomes ready); GetBundle at N
 //! callers for S seconds (calls/s, p99, server CPU per call); RSS after that. Figures are
 //! printed as min / median / max over the rounds, with opm's median over ours.
+#[path = "common/netns.rs"]
+mod netns;
 #[path = "common/server.rs"]
 mod server;
 
@@ -92,7 +94,7 @@ fn main() {
         return;
     }
     if std::env::var_os(IN_NETNS).is_none() {
-        std::process::exit(rerun_in_network_namespace());
+        std::process::exit(netns::rerun_in_namespaces(IN_NETNS, &[], ""));
     }
     let work = tempfile::tempdir().unwrap();
     let opm = executable(&opm, work.path());
@@ -101,37 +103,6 @@ fn main() {
         .build()
         .unwrap()
         .block_on(run(&opts, &opm, work.path()));
-}
-
-/// Runs this bench again, with the same arguments, in a new network namespace with only
-/// loopback up; returns its exit status.
-fn rerun_in_network_namespace() -> i32 {
-    let exe = std::env::current_exe().unwrap();
-    let status = Command::new("unshare")
-        .args([
-            "--net",
-            "--",
-            "sh",
-            "-c",
-            "ip link set lo up && exec \"$0\" \"$@\"",
-        ])
-        .arg(exe)
-        .args(std::env::args_os().skip(1))
-        .env(IN_NETNS, "1")
-        .status();
-    match status {
-        Ok(s) if s.success() => 0,
-        Ok(s) => {
-            eprintln!(
-                "vs_opm in its network namespace ended with {s} (the namespace itself needs root and `ip`)"
-            );
-            s.code().unwrap_or(1)
-        }
-        Err(e) => {
-            eprintln!("vs_opm: cannot run `unshare` ({e}): it needs util-linux and root");
-            1
-        }
-    }
 }
 
 /// `opm` itself, unpacked into `dir` when it is gzipped.
