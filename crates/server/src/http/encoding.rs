@@ -26,9 +26,10 @@ impl Coding {
 }
 
 /// gzip's level. Level 1 (zlib-rs's "quick" strategy) writes only static Huffman codes, which
-/// barely shrink base64; level 3 (lazy matching) gives catalogd's size at less than half its
-/// CPU. Measured on the 8,000-bundle `/all` (462 MB): level 1 172 MB at 1.9 CPU-s, 2 135 MB at
-/// 2.7, 3 123 MB at 3.5, 4 120 MB at about 6 (catalogd: 121 MB at about 10).
+/// barely shrink base64; level 3 comes within 1.4% of the real catalogd's bytes at about its
+/// CPU. Measured on the 8,000-bundle `/all` (462 MB), CPU-s per response: level 1 172 MB at
+/// 1.9, 2 135 MB at 2.7, 3 123 MB at 3.5, 4 120 MB at 4.8; catalogd 121 MB at 3.4
+/// (`benches/vs_catalogd.rs`).
 const GZIP_LEVEL: u32 = 3;
 
 /// One compressed stream, fed a piece at a time: gzip at [`GZIP_LEVEL`], zstd at its default
