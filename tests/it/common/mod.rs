@@ -3,6 +3,7 @@
 
 pub mod control_plane;
 pub mod kube;
+pub mod node;
 pub mod olm;
 pub mod pki;
 pub mod prometheus;

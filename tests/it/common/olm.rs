@@ -20,9 +20,10 @@ pub(crate) const OLM_PATIENCE: Duration = Duration::from_secs(180);
 pub(crate) struct CatalogOperatorOptions {
     /// More flags, e.g. `--util-image IMAGE` or `--opmImage IMAGE`.
     pub(crate) args: Vec<String>,
-    /// A hosts file bind-mounted over `/etc/hosts` in the operator's own mount namespace:
-    /// with no cluster DNS, that is how it finds `NAME.NAMESPACE.svc` (Go's resolver re-reads
-    /// the file, so the test may rewrite it in place as Services appear).
+    /// A hosts file bind-mounted over `/etc/hosts` in the operator's own mount namespace (and
+    /// packageserver's, which dials the same registry Services): with no cluster DNS, that is
+    /// how they find `NAME.NAMESPACE.svc` (Go's resolver re-reads the file, so the test may
+    /// rewrite it in place as Services appear; see [`super::node::ServiceHosts`]).
     pub(crate) hosts_file: Option<PathBuf>,
 }
 
@@ -99,8 +100,12 @@ impl Olm {
         // whatever its flags say: give it one, in a private mount namespace.
         let certs = work.join("packageserver-certs");
         std::fs::create_dir_all(&certs).unwrap();
+        let hosts = match &catalog_operator.hosts_file {
+            Some(file) => format!("mount --bind '{}' /etc/hosts\n", file.display()),
+            None => String::new(),
+        };
         let script = format!(
-            "set -e\n\
+            "set -e\n{hosts}\
              mount -t tmpfs tmpfs /run\n\
              sa=/run/secrets/kubernetes.io/serviceaccount\n\
              mkdir -p $sa\n\
