@@ -25,9 +25,20 @@ impl NodeCatalog {
         format!("{}/e2e/catalog:latest", self.registry)
     }
 
+    /// The image OLM is told to use as its utility and opm images (`--util-image`,
+    /// `--opmImage`): a catalog image of ours, which answers to every name OLM's pods run.
+    pub(super) fn tools_tag(&self) -> String {
+        format!("{}/e2e/olm-tools:v1", self.registry)
+    }
+
     /// Builds version `n` (1 or 2) of the catalog as a `--server` image and pushes it under
     /// [`Self::tag`]; what `build` prints (`REF@sha256:...`).
     pub(super) fn push(&self, n: usize) -> String {
+        self.push_as(n, &self.tag())
+    }
+
+    /// The same under `tag`.
+    pub(super) fn push_as(&self, n: usize, tag: &str) -> String {
         let dir = self.work.join(format!("catalog-v{n}"));
         let mut docs = vec![
             r#"{"schema":"olm.package","name":"node-op","defaultChannel":"stable"}"#.to_owned(),
@@ -54,14 +65,13 @@ impl NodeCatalog {
             docs.push(out.trim().to_owned());
         }
         write(&dir.join("node-op/catalog.json"), &(docs.join("\n") + "\n"));
-        let tag = self.tag();
         let (code, out, err) = run(&[
             "--use-http",
             "build",
             "catalog",
             dir.to_str().unwrap(),
             "--tag",
-            &tag,
+            tag,
             "--server",
             "--server-binary",
             BIN,

@@ -44,9 +44,10 @@ async fn run(tools: &Path) {
     let cluster = Cluster::start(tools).await;
     let kube = &cluster.kube;
     eprintln!("cluster up in {:?}", started.elapsed());
-    let catalog = NodeCatalog::new(cluster.work.path(), &cluster.registry.addr);
+    let catalog = &cluster.catalog;
     let pushed = Instant::now();
     let v1 = catalog.push(1);
+    catalog.push_as(1, &catalog.tools_tag());
     eprintln!("catalog built and pushed in {:?}", pushed.elapsed());
 
     // a. OLM's registry pod, Service and READY through the Service's name.
@@ -104,12 +105,37 @@ async fn run(tools: &Path) {
     let pods = registry_pods(kube, "node").await;
     assert_eq!(pods.len(), 1, "the old registry pod stays: {pods:#?}");
 
+    // e. extractContent, as OpenShift's default catalogs: OLM's utility image (ours) copies
+    // `copy-content` out, which copies /configs and the cache out of the catalog image, and
+    // the opm image (ours) serves the copies.
+    let created = Instant::now();
+    kube.create(
+        CATALOG_SOURCES,
+        json!({
+            "apiVersion": "operators.coreos.com/v1alpha1", "kind": "CatalogSource",
+            "metadata": {"name": "extracted", "namespace": "olm"},
+            "spec": {"sourceType": "grpc", "image": catalog.tag(), "displayName": "extracted",
+                     "publisher": "e2e",
+                     "grpcPodConfig": {"securityContextConfig": "restricted",
+                                       "extractContent": {"catalogDir": "/configs",
+                                                          "cacheDir": "/tmp/cache"}}},
+        }),
+    )
+    .await;
+    let pod = wait_for_registry_pod(kube, "extracted", &v2).await;
+    check_extract_content(&pod, &catalog.tools_tag());
+    wait_for_catalog_state(kube, "olm", "extracted", |s| s == "READY").await;
+    let extracted_ready = created.elapsed();
+    package_manifest(&cluster.olm_token, "extracted", "node-op.v1.1.0").await;
+    let extracted_listed = created.elapsed();
+
     eprintln!(
         "FIGURES: CatalogSource create -> registry pod Ready {to_pod_ready:?}; -> READY \
          {to_ready:?}; -> PackageManifest listed {to_listed:?}; Subscription -> InstallPlan \
          Complete {to_plan:?}; -> CSV Succeeded {to_csv:?}; poll ({POLL_INTERVAL}): push \
          ({push_took:?}) -> new registry pod Ready {to_new_pod:?}; -> new CSV Succeeded \
-         {to_new_csv:?}; whole test {:?}",
+         {to_new_csv:?}; extractContent: create -> READY {extracted_ready:?}; -> PackageManifest \
+         listed {extracted_listed:?}; whole test {:?}",
         started.elapsed()
     );
 }
@@ -118,13 +144,14 @@ async fn run(tools: &Path) {
 /// Service names; stopped in the reverse order (fields drop in declaration order).
 struct Cluster {
     kube: Kube,
+    catalog: NodeCatalog,
     olm_token: String,
     _olm: Olm,
     _hosts: ServiceHosts,
-    registry: TestRegistry,
+    _registry: TestRegistry,
     _node: Node,
     _cp: ControlPlane,
-    work: tempfile::TempDir,
+    _work: tempfile::TempDir,
 }
 
 impl Cluster {
@@ -145,6 +172,7 @@ impl Cluster {
         }
         let work = tempfile::tempdir().unwrap();
         let registry = TestRegistry::plain();
+        let catalog = NodeCatalog::new(work.path(), &registry.addr);
         let node_started = Instant::now();
         let node = Node::start(&cp, tools, &[&registry.addr]);
         eprintln!("node Ready in {:?}", node_started.elapsed());
@@ -153,8 +181,13 @@ impl Cluster {
             &cp,
             work.path(),
             &CatalogOperatorOptions {
-                // As OLM's chart runs it: registry pods and unpack Jobs as user 1001.
-                args: vec!["--set-workload-user-id=true".to_owned()],
+                // As OLM's chart runs it (registry pods and unpack Jobs as user 1001), with our
+                // image as its utility and opm images.
+                args: vec![
+                    "--set-workload-user-id=true".to_owned(),
+                    format!("--util-image={}", catalog.tools_tag()),
+                    format!("--opmImage={}", catalog.tools_tag()),
+                ],
                 hosts_file: Some(hosts.path.clone()),
             },
         );
@@ -167,13 +200,14 @@ impl Cluster {
         .await;
         Cluster {
             kube,
+            catalog,
             olm_token: cp.token.clone(),
             _olm: olm,
             _hosts: hosts,
-            registry,
+            _registry: registry,
             _node: node,
             _cp: cp,
-            work,
+            _work: work,
         }
     }
 }
@@ -186,7 +220,7 @@ async fn registry_pods(kube: &Kube, name: &str) -> Vec<Value> {
     .await
 }
 
-/// Waits until a registry pod of CatalogSource olm/`name` runs the image `pushed`
+/// Waits until a registry pod of CatalogSource olm/`name` runs the catalog image `pushed`
 /// (`REF@sha256:...`, as `build` prints it) and is Ready; returns the pod.
 async fn wait_for_registry_pod(kube: &Kube, name: &str, pushed: &str) -> Value {
     let digest = pushed.rsplit_once('@').unwrap().1;
@@ -195,19 +229,54 @@ async fn wait_for_registry_pod(kube: &Kube, name: &str, pushed: &str) -> Value {
         OLM_PATIENCE,
         || async {
             registry_pods(kube, name).await.into_iter().find(|pod| {
-                let status = &pod["status"];
-                let image_id = status["containerStatuses"][0]["imageID"]
-                    .as_str()
-                    .unwrap_or_default();
-                let ready = status["conditions"].as_array().is_some_and(|cs| {
+                let ready = pod["status"]["conditions"].as_array().is_some_and(|cs| {
                     cs.iter()
                         .any(|c| c["type"] == "Ready" && c["status"] == "True")
                 });
-                ready && image_id.ends_with(digest)
+                ready && catalog_image_id(pod).ends_with(digest)
             })
         },
     )
     .await
+}
+
+/// The image ID of a registry pod's catalog image, where OLM looks for it: the second init
+/// container's with extractContent (which runs in the catalog image), else the container's.
+fn catalog_image_id(pod: &Value) -> &str {
+    let status = &pod["status"];
+    let init = status["initContainerStatuses"]
+        .as_array()
+        .map_or(0, Vec::len);
+    let container = match init {
+        2 => &status["initContainerStatuses"][1],
+        _ => &status["containerStatuses"][0],
+    };
+    container["imageID"].as_str().unwrap_or_default()
+}
+
+/// With extractContent, OLM's pod runs our tools image twice: `cp` of `copy-content` in the
+/// first init container, `/bin/opm serve` on the copies in the registry container.
+fn check_extract_content(pod: &Value, tools: &str) {
+    let spec = &pod["spec"];
+    let init = &spec["initContainers"];
+    assert_eq!(init[0]["image"], tools, "{pod:#}");
+    assert_eq!(init[0]["command"], json!(["cp"]), "{pod:#}");
+    assert_eq!(
+        init[1]["command"],
+        json!(["/utilities/copy-content"]),
+        "{pod:#}"
+    );
+    let container = &spec["containers"][0];
+    assert_eq!(container["image"], tools, "{pod:#}");
+    assert_eq!(
+        container["args"],
+        json!([
+            "serve",
+            "/extracted-catalog/catalog",
+            "--cache-dir=/extracted-catalog/cache"
+        ]),
+        "{pod:#}"
+    );
 }
 
 /// The registry pod is OLM's, as OLM makes it with `securityContextConfig: restricted`: our
@@ -236,8 +305,8 @@ fn check_restricted(pod: &Value, image: &str) {
     );
 }
 
-/// packageserver's PackageManifest of `package` from CatalogSource olm/`catalog`, once its
-/// default channel's head is `head`.
+/// packageserver's PackageManifest of node-op from CatalogSource olm/`catalog`, once the
+/// head of its channel `stable` is `head`.
 async fn package_manifest(token: &str, catalog: &str, head: &str) -> Value {
     // packageserver serves a certificate it made itself.
     let http = reqwest::Client::builder()
