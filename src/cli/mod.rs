@@ -4,6 +4,7 @@ mod add;
 mod alpha;
 mod build;
 mod catalogd;
+mod copy;
 mod diff;
 mod generate;
 mod images;
@@ -109,8 +110,13 @@ pub fn main() -> i32 {
         .first()
         .and_then(|a| std::path::Path::new(a).file_name())
         .and_then(|n| n.to_str());
-    if program == Some(probe::PROGRAM) {
-        return probe::run(&args[1..]);
+    // The names a catalog image links to this binary for OLM's pods (see crates/source's
+    // build.rs): its probe, and the utility image's tools.
+    match program {
+        Some(probe::PROGRAM) => return probe::run(&args[1..]),
+        Some("copy-content") => return copy::copy_content(&args[1..]),
+        Some("cp") => return copy::cp(&args[1..]),
+        _ => {}
     }
     // Under any other name (`opm` included: OLM's bundle unpack Job runs
     // `opm alpha bundle extract`) the command line is the same; clap names the program in

@@ -36,6 +36,7 @@ mod mirror_retry;
 mod mirror_signatures;
 mod observability;
 mod olm_e2e;
+mod olm_node;
 mod opm_init;
 mod probe_http;
 mod real_catalogs;
