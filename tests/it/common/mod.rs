@@ -3,6 +3,7 @@
 
 pub mod control_plane;
 pub mod kube;
+pub mod olm;
 pub mod pki;
 pub mod prometheus;
 pub mod proxy;
