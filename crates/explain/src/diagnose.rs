@@ -205,7 +205,7 @@ impl<'a> Context<'a> {
     }
 
     /// The namespace-wide reasons OLM resolves nothing here: not exactly one OperatorGroup,
-    /// or a catalog it reached before that cannot be listed now.
+    /// or a catalog it dials that cannot be listed.
     pub(crate) fn namespace_block(&self) -> Option<Finding> {
         if self.ns.operator_group().is_none() {
             let names: Vec<&str> = self
@@ -235,7 +235,7 @@ impl<'a> Context<'a> {
         let blocking = self
             .visible
             .iter()
-            .find(|v| !v.source.healthy() && v.source.connected_once)?;
+            .find(|v| !v.source.healthy() && v.source.dialed())?;
         Some(Finding::stuck(
             CauseKind::CatalogDown,
             format!(
@@ -251,6 +251,22 @@ impl<'a> Context<'a> {
                 ),
             ],
         ))
+    }
+
+    /// A namespace held up by a catalog that is down: when `s` needs something only a
+    /// catalog that is not READY provides, that is the fact to name first.
+    pub(crate) fn blocked(&self, s: &Sub<'_>, block: &Finding) -> Finding {
+        if block.cause == Some(CauseKind::CatalogDown)
+            && let Some(mut dependency) = self.missing_dependency(s, &self.candidates(s))
+            && dependency
+                .facts
+                .iter()
+                .any(|f| f.contains(" would provide it "))
+        {
+            dependency.facts.extend(block.facts.iter().cloned());
+            return dependency;
+        }
+        block.clone()
     }
 
     /// The verdict from the resolution of the namespace.
@@ -585,10 +601,10 @@ fn down(s: &Source) -> String {
     } else {
         format!("is {}, not READY", s.state)
     };
-    let olm = if s.connected_once {
-        "OLM reached it before, and fails every resolution that sees it while it cannot list it"
+    let olm = if s.dialed() {
+        "OLM fails every resolution that sees it while it cannot list it"
     } else {
-        "OLM never reached it, so its resolutions leave it out"
+        "OLM has no address for it yet, so its resolutions leave it out"
     };
     format!("catalog {} {state}: {olm}", s.key())
 }

@@ -184,3 +184,100 @@ pub(crate) fn edges(e: &ChannelEntry) -> String {
         format!("{} ({})", e.name, parts.join(", "))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(name: &str, replaces: &str, skips: &[&str], skip_range: &str) -> ChannelEntry {
+        ChannelEntry {
+            name: name.into(),
+            replaces: replaces.into(),
+            skips: skips.iter().map(|s| s.to_string()).collect(),
+            skip_range: skip_range.into(),
+            ..ChannelEntry::default()
+        }
+    }
+
+    #[test]
+    fn an_upgrade_edge_is_a_replaces_a_skip_or_a_skip_range() {
+        let channel = Channel {
+            name: "stable".into(),
+            package: "p".into(),
+            entries: vec![
+                entry("p.v1.1.0", "p.v1.0.0", &[], ""),
+                entry("p.v1.3.0", "p.v1.1.0", &["p.v1.2.0"], ">=1.1.0 <1.3.0"),
+            ],
+            ..Channel::default()
+        };
+        let names = |found: Vec<&ChannelEntry>| -> Vec<String> {
+            found.iter().map(|e| e.name.clone()).collect()
+        };
+        let v = |s: &str| Version::parse(s).unwrap();
+        assert_eq!(
+            names(upgrades_from(&channel, "p.v1.0.0", Some(&v("1.0.0")))),
+            ["p.v1.1.0"]
+        );
+        assert_eq!(
+            names(upgrades_from(&channel, "p.v1.2.0", None)),
+            ["p.v1.3.0"]
+        );
+        // Only the range reaches a CSV of another name.
+        assert_eq!(
+            names(upgrades_from(&channel, "p.v1.2.5", Some(&v("1.2.5")))),
+            ["p.v1.3.0"]
+        );
+        assert!(upgrades_from(&channel, "p.v0.9.0", Some(&v("0.9.0"))).is_empty());
+        assert_eq!(
+            edges(&channel.entries[1]),
+            "p.v1.3.0 (replaces p.v1.1.0, skips p.v1.2.0, skipRange >=1.1.0 <1.3.0)"
+        );
+        assert_eq!(edges(&entry("p.v1.0.0", "", &[], "")), "p.v1.0.0");
+    }
+
+    #[test]
+    fn requirements_and_providers_are_read_from_properties() {
+        let prop = |kind: &str, value: &str| catalog::types::Property {
+            kind: kind.into(),
+            value: value.into(),
+        };
+        let dep = Bundle {
+            name: "d.v1.2.0".into(),
+            package: "d".into(),
+            properties: vec![
+                prop("olm.package", r#"{"packageName":"d","version":"1.2.0"}"#),
+                prop("olm.gvk", r#"{"group":"g","version":"v1","kind":"K"}"#),
+            ],
+            ..Bundle::default()
+        };
+        let needs = Bundle {
+            properties: vec![
+                prop(
+                    "olm.package.required",
+                    r#"{"packageName":"d","versionRange":">=2.0.0"}"#,
+                ),
+                prop(
+                    "olm.gvk.required",
+                    r#"{"group":"g","version":"v1","kind":"K"}"#,
+                ),
+            ],
+            ..Bundle::default()
+        };
+        let config = DeclarativeConfig {
+            bundles: vec![dep],
+            ..DeclarativeConfig::default()
+        };
+        let content = Content(&config);
+        let [package, gvk] = <[Requirement; 2]>::try_from(requirements(&needs)).unwrap();
+        assert_eq!(package.describe(), "package d in range >=2.0.0");
+        assert_eq!(gvk.describe(), "API K (g/v1)");
+        // 1.2.0 is outside the range; the API is there.
+        assert_eq!(content.provider(&package), None);
+        assert_eq!(content.provider(&gvk), Some("d.v1.2.0"));
+        let in_range = Requirement::Package {
+            name: "d".into(),
+            range: ">=1.0.0".into(),
+        };
+        assert_eq!(content.provider(&in_range), Some("d.v1.2.0"));
+    }
+}

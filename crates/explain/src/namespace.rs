@@ -65,7 +65,7 @@ pub(crate) fn explain(
         }
         let finding = ctx
             .precheck(&s)
-            .or_else(|| block.clone())
+            .or_else(|| block.as_ref().map(|b| ctx.blocked(&s, b)))
             .or_else(|| csv_failure(ns, &s))
             .or_else(|| plan_state(ns, &s))
             .or_else(|| outcome.and_then(|o| ctx.from_outcome(&s, o)));

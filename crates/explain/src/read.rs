@@ -130,8 +130,23 @@ impl Reader {
             }),
             Err(e) => Err(Error::Unreachable {
                 server: self.server.clone(),
-                message: e.to_string(),
+                message: with_causes(&e),
             }),
         }
     }
+}
+
+/// An error with the errors under it (`client error (Connect): tcp connect error: Connection
+/// refused (os error 111)`): kube's own text stops at the outermost.
+fn with_causes(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(cause) = source {
+        let next = cause.to_string();
+        if !text.contains(&next) {
+            text = format!("{text}: {next}");
+        }
+        source = cause.source();
+    }
+    text
 }

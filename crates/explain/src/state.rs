@@ -35,9 +35,6 @@ pub(crate) struct Source {
     pub(crate) priority: i32,
     /// `status.connectionState.lastObservedState` (empty: never observed).
     pub(crate) state: String,
-    /// Whether OLM ever connected to it (`status.connectionState.lastConnect`): a catalog
-    /// OLM never reached is left out of its resolution silently.
-    pub(crate) connected_once: bool,
     /// `spec.address`, or the address of the Service OLM made for the catalog's pod.
     pub(crate) address: Option<String>,
     pub(crate) image: Option<String>,
@@ -61,7 +58,6 @@ impl Source {
                 .and_then(|p| i32::try_from(p).ok())
                 .unwrap_or(0),
             state: text("/status/connectionState/lastObservedState").unwrap_or_default(),
-            connected_once: o.pointer("/status/connectionState/lastConnect").is_some(),
             address: text("/spec/address").filter(|a| !a.is_empty()).or(service),
             image: text("/spec/image").filter(|i| !i.is_empty()),
         }
@@ -69,6 +65,13 @@ impl Source {
 
     pub(crate) fn healthy(&self) -> bool {
         self.state == "READY"
+    }
+
+    /// Whether OLM dials it: a catalog with an address is in OLM's source store, and one
+    /// that cannot be listed then fails every resolution that sees it ("error using
+    /// catalogsource"); one without an address yet is left out.
+    pub(crate) fn dialed(&self) -> bool {
+        self.address.is_some()
     }
 
     /// `namespace/name`.
@@ -248,5 +251,79 @@ pub(crate) fn catalog_spec(s: &Source, address: Option<&str>, image: Option<&str
         address: address.map(str::to_owned),
         image: image.map(str::to_owned),
         ..CatalogSpec::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_catalog_source_is_read_through_its_address_else_its_service() {
+        let by_address = Source::from_object(&json!({
+            "metadata": {"name": "a", "namespace": "olm"},
+            "spec": {"address": "10.0.0.1:50051", "image": "quay.io/x/y:1", "priority": -2},
+            "status": {"connectionState": {"lastObservedState": "READY"}},
+        }));
+        assert_eq!(by_address.address.as_deref(), Some("10.0.0.1:50051"));
+        assert_eq!(by_address.image.as_deref(), Some("quay.io/x/y:1"));
+        assert_eq!((by_address.priority, by_address.healthy()), (-2, true));
+        let by_pod = Source::from_object(&json!({
+            "metadata": {"name": "b", "namespace": "ns"},
+            "spec": {"image": "quay.io/x/z:1"},
+            "status": {"connectionState": {"lastObservedState": "TRANSIENT_FAILURE"},
+                       "registryService": {"serviceName": "b", "serviceNamespace": "ns", "port": "50051"}},
+        }));
+        assert_eq!(by_pod.address.as_deref(), Some("b.ns.svc:50051"));
+        assert_eq!(
+            (by_pod.key().as_str(), by_pod.healthy(), by_pod.dialed()),
+            ("ns/b", false, true)
+        );
+        let new = Source::from_object(&json!({"metadata": {"name": "c", "namespace": "ns"},
+                                              "spec": {"image": "quay.io/x/z:1"}}));
+        assert!(!new.dialed() && new.state.is_empty());
+    }
+
+    #[test]
+    fn the_request_holds_what_olm_resolves() {
+        let ns = Namespace {
+            name: "ns".into(),
+            subscriptions: vec![json!({
+                "metadata": {"name": "s"},
+                "spec": {"name": "p", "channel": "stable", "source": "c", "sourceNamespace": "olm"},
+                "status": {"installedCSV": "p.v1", "currentCSV": "p.v2"},
+            })],
+            csvs: vec![
+                json!({"metadata": {"name": "p.v1"}, "spec": {"version": "1.0.0",
+                        "customresourcedefinitions": {"owned": [{"name": "ws.example.com", "version": "v1", "kind": "W"}]},
+                        "apiservicedefinitions": {"required": [{"group": "g", "version": "v2", "kind": "K"}]}},
+                       "status": {"phase": "Succeeded"}}),
+                // A copy from another namespace's AllNamespaces operator is not installed here.
+                json!({"metadata": {"name": "q.v1", "labels": {"olm.copiedFrom": "other"}}}),
+            ],
+            operator_groups: vec![json!({
+                "metadata": {"name": "og", "annotations": {EXCLUDE_GLOBAL: "true"}},
+                "status": {"namespaces": ["ns", "x"]},
+            })],
+            ..Namespace::default()
+        };
+        let req = ns.request("olm", Vec::new());
+        assert!(req.exclude_global_namespace_resolution);
+        assert_eq!(req.installed.len(), 1);
+        let csv = &req.installed[0];
+        assert_eq!(
+            (csv.name.as_str(), csv.version.as_str(), csv.phase.as_str()),
+            ("p.v1", "1.0.0", "Succeeded")
+        );
+        assert_eq!(csv.provided_apis[0].group, "example.com");
+        assert_eq!(csv.required_apis[0].kind, "K");
+        let sub = &req.subscriptions[0];
+        assert_eq!(
+            (sub.installed_csv.as_str(), sub.current_csv.as_str()),
+            ("p.v1", "p.v2")
+        );
+        let og = req.cluster.unwrap().operator_group.unwrap();
+        assert_eq!(og.target_namespaces, ["ns", "x"]);
     }
 }
