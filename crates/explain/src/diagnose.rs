@@ -270,7 +270,7 @@ impl<'a> Context<'a> {
     }
 
     /// The verdict from the resolution of the namespace.
-    pub(crate) fn from_outcome(&self, s: &Sub<'_>, outcome: &Outcome) -> Option<Finding> {
+    pub(crate) fn after_resolution(&self, s: &Sub<'_>, outcome: &Outcome) -> Option<Finding> {
         if outcome.unsatisfiable.is_some() {
             return self.why_unsatisfiable(s, outcome);
         }

@@ -195,7 +195,6 @@ mod tests {
             replaces: replaces.into(),
             skips: skips.iter().map(|s| s.to_string()).collect(),
             skip_range: skip_range.into(),
-            ..ChannelEntry::default()
         }
     }
 

@@ -56,8 +56,9 @@ pub struct Options<'a> {
 /// Subscription.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
+    /// The kubeconfig or in-cluster configuration (boxed: kube's errors are large).
     #[error("{0}")]
-    Connect(#[from] cluster::Error),
+    Connect(Box<cluster::Error>),
     #[error("cannot reach the API server at {server}: {message}")]
     Unreachable { server: String, message: String },
     #[error("the API server at {server} does not accept these credentials: {message}")]
@@ -129,11 +130,15 @@ pub fn explain(options: &Options<'_>) -> Result<Report, Error> {
 
 /// The namespaces to explain, with everything read about them, and the calls it took.
 async fn read_cluster(options: &Options<'_>) -> Result<(Vec<Namespace>, usize), Error> {
-    let config = options.connection.config().await?;
+    let config = options
+        .connection
+        .config()
+        .await
+        .map_err(|e| Error::Connect(Box::new(e)))?;
     let server = config.cluster_url.to_string();
     let default_namespace = config.default_namespace.clone();
     let client = kube::Client::try_from(config)
-        .map_err(|source| Error::Connect(cluster::Error::Client { source }))?;
+        .map_err(|source| Error::Connect(Box::new(cluster::Error::Client { source })))?;
     let reader = Reader::new(client, server);
     let global = options.global_namespace.as_str();
     let namespaces = match &options.scope {

@@ -68,7 +68,7 @@ pub(crate) fn explain(
             .or_else(|| block.as_ref().map(|b| ctx.blocked(&s, b)))
             .or_else(|| csv_failure(ns, &s))
             .or_else(|| plan_state(ns, &s))
-            .or_else(|| outcome.and_then(|o| ctx.from_outcome(&s, o)));
+            .or_else(|| outcome.and_then(|o| ctx.after_resolution(&s, o)));
         subscriptions.push(report(&s, finding));
     }
     unexplained(&mut subscriptions, outcome, &warnings);
