@@ -37,6 +37,7 @@ mod mirror_retry;
 mod mirror_signatures;
 mod observability;
 mod olm_e2e;
+mod olmv1_e2e;
 mod opm_init;
 mod probe_http;
 mod real_catalogs;

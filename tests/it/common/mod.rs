@@ -4,6 +4,7 @@
 pub mod control_plane;
 pub mod kube;
 pub mod olm;
+pub mod olmv1;
 pub mod pki;
 pub mod prometheus;
 pub mod proxy;
