@@ -9,8 +9,8 @@ use std::io::Write as _;
 use std::path::PathBuf;
 use unfinished::Unfinished;
 
-/// Explain, from a live cluster, why Subscriptions do not install or upgrade, and what OLM
-/// will do next.
+/// Explain, from a live cluster, why Subscriptions (or an OLM v1 ClusterExtension) do not
+/// install or upgrade, and what OLM will do next.
 ///
 /// Reads (get/list only; nothing is written) the namespace's Subscriptions, CSVs,
 /// InstallPlans and OperatorGroup and the CatalogSources it sees; reads each catalog through
@@ -20,8 +20,10 @@ use unfinished::Unfinished;
 /// one is stuck, 2 when the cluster or a catalog cannot be read.
 #[derive(Args)]
 pub struct ExplainArgs {
-    /// A Subscription of the namespace (default: all of them).
-    subscription: Option<String>,
+    /// A Subscription of the namespace (default: all of them), or `clusterextension NAME`
+    /// for an OLM v1 ClusterExtension.
+    #[arg(num_args = 1..=2, value_names = ["SUBSCRIPTION", "NAME"])]
+    target: Vec<String>,
     /// The kubeconfig (default $KUBECONFIG, else the pod's service account).
     #[arg(short, long, value_name = "FILE")]
     kubeconfig: Option<PathBuf>,
@@ -29,10 +31,10 @@ pub struct ExplainArgs {
     #[arg(short, long, conflicts_with = "all_namespaces")]
     namespace: Option<String>,
     /// Every Subscription of the namespace (the default when none is named).
-    #[arg(long, conflicts_with = "subscription")]
+    #[arg(long, conflicts_with = "target")]
     all: bool,
     /// Every namespace that has Subscriptions.
-    #[arg(short = 'A', long, conflicts_with = "subscription")]
+    #[arg(short = 'A', long, conflicts_with = "target")]
     all_namespaces: bool,
     /// OLM's global catalog namespace, whose CatalogSources every namespace sees.
     #[arg(long, default_value = "olm")]
@@ -63,13 +65,17 @@ pub fn run(args: ExplainArgs, use_http: bool, skip_tls_verify: bool) -> i32 {
         Some(path) => Connection::Kubeconfig(path),
         None => Connection::InCluster,
     };
-    let scope = if args.all_namespaces {
-        Scope::AllNamespaces
-    } else {
-        Scope::Namespace {
-            namespace: args.namespace.clone(),
-            subscription: args.subscription.clone(),
+    let scope = match args.target.as_slice() {
+        _ if args.all_namespaces => Scope::AllNamespaces,
+        [kind, name] if kind == "clusterextension" => Scope::ClusterExtension(name.clone()),
+        [other, _] => {
+            eprintln!("error: {other:?}: give one Subscription, or `clusterextension NAME`");
+            return 2;
         }
+        one => Scope::Namespace {
+            namespace: args.namespace.clone(),
+            subscription: one.first().cloned(),
+        },
     };
     let images = args.image.options(use_http, skip_tls_verify);
     let unfinished = Unfinished::new();

@@ -12,6 +12,7 @@ mod namespace;
 mod read;
 mod report;
 mod state;
+mod v1;
 
 use std::collections::BTreeMap;
 
@@ -22,11 +23,14 @@ use serde_json::Value;
 use unfinished::Unfinished;
 
 pub use report::{
-    CatalogReport, CauseKind, Condition, NamespaceReport, NextBundle, OlmView, PlannedInstall,
-    Report, SubscriptionReport, Verdict,
+    CatalogReport, CauseKind, Condition, ExtensionReport, NamespaceReport, NextBundle, OlmView,
+    PlannedInstall, Report, SubscriptionReport, Verdict,
 };
 
-use read::{CATALOG_SOURCES, CSVS, INSTALL_PLANS, OPERATOR_GROUPS, Reader, SUBSCRIPTIONS};
+use read::{
+    CATALOG_SOURCES, CLUSTER_CATALOGS, CLUSTER_EXTENSIONS, CSVS, INSTALL_PLANS, OPERATOR_GROUPS,
+    Reader, SUBSCRIPTIONS,
+};
 use state::{Namespace, Source, field};
 
 /// Which Subscriptions to explain.
@@ -40,6 +44,8 @@ pub enum Scope {
     },
     /// Every namespace that has Subscriptions.
     AllNamespaces,
+    /// One ClusterExtension (OLM v1).
+    ClusterExtension(String),
 }
 
 pub struct Options<'a> {
@@ -64,9 +70,8 @@ pub enum Error {
     #[error("the API server at {server} does not accept these credentials: {message}")]
     Unauthorized { server: String, message: String },
     #[error(
-        "no permission to {verb} {resource} {scope}: explain needs get and list on \
-         subscriptions, clusterserviceversions, installplans, operatorgroups and catalogsources \
-         of operators.coreos.com ({message})"
+        "no permission to {verb} {resource} {scope}: explain needs get and list on the OLM \
+         objects it reads ({message})"
     )]
     Forbidden {
         verb: &'static str,
@@ -90,6 +95,24 @@ pub fn explain(options: &Options<'_>) -> Result<Report, Error> {
         .enable_all()
         .build()
         .map_err(|e| Error::Internal(format!("starting the runtime: {e}")))?;
+    let pulls = load::Pulls {
+        options: options.images,
+        unfinished: options.unfinished,
+        limits: options.limits,
+    };
+    if let Scope::ClusterExtension(name) = &options.scope {
+        let (ext, catalogs, calls) = runtime.block_on(read_extension(options, name))?;
+        drop(runtime);
+        let catalogs: Vec<v1::ClusterCatalog> = catalogs
+            .iter()
+            .map(v1::ClusterCatalog::from_object)
+            .collect();
+        return Ok(Report {
+            api_calls: calls,
+            namespaces: Vec::new(),
+            cluster_extensions: vec![v1::explain(&ext, &catalogs, &pulls)?],
+        });
+    }
     let (namespaces, calls) = runtime.block_on(read_cluster(options))?;
     drop(runtime);
     let wanted: Vec<&Source> = {
@@ -101,17 +124,10 @@ pub fn explain(options: &Options<'_>) -> Result<Report, Error> {
         }
         seen.into_values().collect()
     };
-    let contents = load::read_all(
-        &wanted,
-        &load::Pulls {
-            options: options.images,
-            unfinished: options.unfinished,
-            limits: options.limits,
-        },
-    )?;
+    let contents = load::read_all(&wanted, &pulls)?;
     let only = match &options.scope {
         Scope::Namespace { subscription, .. } => subscription.as_deref(),
-        Scope::AllNamespaces => None,
+        _ => None,
     };
     let mut reports = Vec::new();
     for ns in &namespaces {
@@ -125,11 +141,12 @@ pub fn explain(options: &Options<'_>) -> Result<Report, Error> {
     Ok(Report {
         api_calls: calls,
         namespaces: reports,
+        cluster_extensions: Vec::new(),
     })
 }
 
-/// The namespaces to explain, with everything read about them, and the calls it took.
-async fn read_cluster(options: &Options<'_>) -> Result<(Vec<Namespace>, usize), Error> {
+/// A reader of the API server `options` name, and the configuration's default namespace.
+async fn connect(options: &Options<'_>) -> Result<(Reader, String), Error> {
     let config = options
         .connection
         .config()
@@ -139,7 +156,30 @@ async fn read_cluster(options: &Options<'_>) -> Result<(Vec<Namespace>, usize), 
     let default_namespace = config.default_namespace.clone();
     let client = kube::Client::try_from(config)
         .map_err(|source| Error::Connect(Box::new(cluster::Error::Client { source })))?;
-    let reader = Reader::new(client, server);
+    Ok((Reader::new(client, server), default_namespace))
+}
+
+/// ClusterExtension `name` and every ClusterCatalog, and the calls it took.
+async fn read_extension(
+    options: &Options<'_>,
+    name: &str,
+) -> Result<(Value, Vec<Value>, usize), Error> {
+    let (reader, _) = connect(options).await?;
+    let ext = reader
+        .list(CLUSTER_EXTENSIONS, None)
+        .await?
+        .into_iter()
+        .find(|e| field(e, "/metadata/name") == name)
+        .ok_or_else(|| Error::NotFound {
+            what: format!("ClusterExtension {name}"),
+        })?;
+    let catalogs = reader.list(CLUSTER_CATALOGS, None).await?;
+    Ok((ext, catalogs, reader.calls()))
+}
+
+/// The namespaces to explain, with everything read about them, and the calls it took.
+async fn read_cluster(options: &Options<'_>) -> Result<(Vec<Namespace>, usize), Error> {
+    let (reader, default_namespace) = connect(options).await?;
     let global = options.global_namespace.as_str();
     let namespaces = match &options.scope {
         Scope::Namespace {
@@ -160,7 +200,7 @@ async fn read_cluster(options: &Options<'_>) -> Result<(Vec<Namespace>, usize), 
             }
             vec![ns]
         }
-        Scope::AllNamespaces => read_everything(&reader).await?,
+        _ => read_everything(&reader).await?,
     };
     Ok((namespaces, reader.calls()))
 }

@@ -141,3 +141,15 @@ fn load<'a>(
     kept.push(loaded);
     Ok(retry)
 }
+
+/// Loads every catalog of a v1 request (images).
+pub(crate) fn read_images(request: &Request, pulls: &Pulls<'_>) -> Result<LoadedCatalogs, Error> {
+    load_request(
+        request,
+        Path::new("."),
+        pulls.options,
+        pulls.unfinished,
+        pulls.limits,
+    )
+    .map_err(|e| Error::Catalog(format!("a ClusterCatalog cannot be read: {e}")))
+}

@@ -235,19 +235,7 @@ fn report(s: &Sub<'_>, finding: Option<Finding>) -> SubscriptionReport {
         facts: Vec::new(),
         next: Vec::new(),
     });
-    let conditions = s
-        .object
-        .pointer("/status/conditions")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .map(|c| Condition {
-            kind: field(c, "/type").to_owned(),
-            status: field(c, "/status").to_owned(),
-            reason: field(c, "/reason").to_owned(),
-            message: field(c, "/message").to_owned(),
-        })
-        .collect();
+    let conditions = Condition::all_of(s.object);
     SubscriptionReport {
         name: s.name.to_owned(),
         package: s.package.to_owned(),

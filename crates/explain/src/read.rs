@@ -46,6 +46,19 @@ pub(crate) const OPERATOR_GROUPS: Kind = Kind {
     resource: "operatorgroups.operators.coreos.com",
 };
 
+const OLM_V1: &str = "/apis/olm.operatorframework.io/v1";
+
+pub(crate) const CLUSTER_EXTENSIONS: Kind = Kind {
+    prefix: OLM_V1,
+    plural: "clusterextensions",
+    resource: "clusterextensions.olm.operatorframework.io",
+};
+pub(crate) const CLUSTER_CATALOGS: Kind = Kind {
+    prefix: OLM_V1,
+    plural: "clustercatalogs",
+    resource: "clustercatalogs.olm.operatorframework.io",
+};
+
 /// A client that only reads, and counts its calls.
 pub(crate) struct Reader {
     client: kube::Client,
@@ -102,7 +115,7 @@ impl Reader {
             .map_err(|e| Error::Internal(format!("GET {path}: {e}")))?;
         let scope = match namespace {
             Some(ns) => format!("in namespace {ns}"),
-            None => "in all namespaces (cluster-wide)".to_owned(),
+            None => "cluster-wide".to_owned(),
         };
         match self.client.request::<Value>(request).await {
             Ok(v) => Ok(v),

@@ -4,6 +4,9 @@
 use std::fmt::Write as _;
 
 use serde::Serialize;
+use serde_json::Value;
+
+use crate::state::field;
 
 #[derive(Clone, Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -11,6 +14,9 @@ pub struct Report {
     /// Calls made to the API server (all GET).
     pub api_calls: usize,
     pub namespaces: Vec<NamespaceReport>,
+    /// OLM v1 (`explain clusterextension NAME`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub cluster_extensions: Vec<ExtensionReport>,
 }
 
 impl Report {
@@ -20,6 +26,10 @@ impl Report {
             .iter()
             .flat_map(|n| &n.subscriptions)
             .any(|s| s.verdict == Verdict::Stuck)
+            || self
+                .cluster_extensions
+                .iter()
+                .any(|e| e.verdict == Verdict::Stuck)
     }
 }
 
@@ -81,7 +91,8 @@ pub enum CauseKind {
     ChannelGone,
     /// `spec.startingCSV` is no bundle of the channel.
     StartingCsvMissing,
-    /// The installed CSV has no upgrade edge to any newer bundle of its channel.
+    /// The installed CSV has no upgrade edge to any newer bundle of its channel (v1: no
+    /// bundle in range is a successor under upgradeConstraintPolicy CatalogProvided).
     UpgradeGap,
     /// A package or API the bundles require that no healthy visible catalog provides.
     DependencyMissing,
@@ -97,6 +108,10 @@ pub enum CauseKind {
     BlockedByOther,
     /// The resolution fails for reasons the conflict list names.
     Unsatisfiable,
+    /// v1: the catalog selector matches no ClusterCatalog.
+    SelectorExcludesAll,
+    /// v1: no bundle of the channels asked for has a version in the range.
+    VersionRange,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -157,6 +172,41 @@ pub struct Condition {
     pub message: String,
 }
 
+impl Condition {
+    /// The `status.conditions` of an object.
+    pub(crate) fn all_of(o: &Value) -> Vec<Condition> {
+        o.pointer("/status/conditions")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .map(|c| Condition {
+                kind: field(c, "/type").to_owned(),
+                status: field(c, "/status").to_owned(),
+                reason: field(c, "/reason").to_owned(),
+                message: field(c, "/message").to_owned(),
+            })
+            .collect()
+    }
+}
+
+/// One ClusterExtension (OLM v1).
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ExtensionReport {
+    pub name: String,
+    pub package: String,
+    pub verdict: Verdict,
+    pub summary: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cause: Option<CauseKind>,
+    pub facts: Vec<String>,
+    /// The bundle operator-controller will install or upgrade to.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub next: Vec<NextBundle>,
+    /// What operator-controller says: the ClusterExtension's conditions.
+    pub conditions: Vec<Condition>,
+}
+
 /// The InstallPlan OLM will make for a namespace.
 #[derive(Clone, Debug, Serialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
@@ -180,7 +230,26 @@ impl Report {
         for ns in &self.namespaces {
             namespace_text(&mut out, ns, verbose);
         }
-        if self.namespaces.is_empty() {
+        for e in &self.cluster_extensions {
+            let _ = writeln!(
+                out,
+                "clusterextension {} ({}): {}",
+                e.name,
+                verdict_word(e.verdict),
+                e.summary
+            );
+            for (i, f) in e.facts.iter().enumerate() {
+                let _ = writeln!(out, "  {}. {f}", i + 1);
+            }
+            for c in e.conditions.iter().filter(|c| c.kind == "Progressing") {
+                let _ = writeln!(
+                    out,
+                    "  operator-controller says: {} {}: {}",
+                    c.kind, c.reason, c.message
+                );
+            }
+        }
+        if self.namespaces.is_empty() && self.cluster_extensions.is_empty() {
             out.push_str("no Subscriptions found\n");
         }
         if verbose {
@@ -220,16 +289,12 @@ fn namespace_text(out: &mut String, ns: &NamespaceReport, verbose: bool) {
         let _ = writeln!(out, "  warning: {w}");
     }
     for s in &ns.subscriptions {
-        let verdict = match s.verdict {
-            Verdict::Progress => "will progress",
-            Verdict::Current => "up to date",
-            Verdict::Waiting => "waiting",
-            Verdict::Stuck => "STUCK",
-        };
         let _ = writeln!(
             out,
-            "\n  subscription {} ({verdict}): {}",
-            s.name, s.summary
+            "\n  subscription {} ({}): {}",
+            s.name,
+            verdict_word(s.verdict),
+            s.summary
         );
         for (i, f) in s.facts.iter().enumerate() {
             let _ = writeln!(out, "    {}. {f}", i + 1);
@@ -265,4 +330,13 @@ fn namespace_text(out: &mut String, ns: &NamespaceReport, verbose: bool) {
         );
     }
     out.push('\n');
+}
+
+fn verdict_word(v: Verdict) -> &'static str {
+    match v {
+        Verdict::Progress => "will progress",
+        Verdict::Current => "up to date",
+        Verdict::Waiting => "waiting",
+        Verdict::Stuck => "STUCK",
+    }
 }

@@ -6,6 +6,7 @@
 //! beside ours, and ours must name the planted cause. Where OLM goes on (an install, then an
 //! upgrade, each waiting for approval), the InstallPlan explain predicts is the one OLM makes.
 mod catalogs;
+mod v1;
 
 use crate::common::control_plane::ControlPlane;
 use crate::common::kube::{Kube, eventually};
