@@ -22,7 +22,7 @@ pub(crate) struct Finding {
 }
 
 impl Finding {
-    fn stuck(cause: CauseKind, summary: String, facts: Vec<String>) -> Finding {
+    pub(crate) fn stuck(cause: CauseKind, summary: String, facts: Vec<String>) -> Finding {
         Finding {
             verdict: Verdict::Stuck,
             cause: Some(cause),
@@ -64,6 +64,15 @@ impl<'a> Sub<'a> {
 
     pub(crate) fn catalog_key(&self) -> String {
         format!("{}/{}", self.source_namespace, self.source)
+    }
+
+    fn takes(&self) -> String {
+        format!(
+            "subscription {} takes package {} from catalog {}",
+            self.name,
+            self.package,
+            self.catalog_key()
+        )
     }
 }
 
@@ -328,14 +337,7 @@ impl<'a> Context<'a> {
             facts: Vec::new(),
             next: Vec::new(),
         };
-        let key = s.catalog_key();
-        let Some((content, channel)) = self
-            .visible
-            .iter()
-            .find(|v| v.source.key() == key)
-            .and_then(|v| v.content)
-            .and_then(|c| Some((c, c.channel(s.package, s.channel)?)))
-        else {
+        let Some((content, channel)) = self.followed(s) else {
             return current;
         };
         let version = self.installed_version(s.installed_csv);
@@ -361,8 +363,12 @@ impl<'a> Context<'a> {
             ),
             vec![
                 format!(
-                    "{} (version {shown}) is installed by subscription {}, channel {} of package {} in catalog {key}",
-                    s.installed_csv, s.name, channel.name, s.package
+                    "{} (version {shown}) is installed by subscription {}, channel {} of package {} in catalog {}",
+                    s.installed_csv,
+                    s.name,
+                    channel.name,
+                    s.package,
+                    s.catalog_key()
                 ),
                 format!(
                     "the channel's newest bundle is {} (version {newest_version})",
@@ -384,17 +390,21 @@ impl<'a> Context<'a> {
             .and_then(|c| catalog::semver::Version::parse(field(c, "/spec/version")).ok())
     }
 
-    /// The bundles `s` may take, newest first: those upgrading from its installed CSV, or
-    /// its starting CSV, or its whole channel.
-    fn candidates(&self, s: &Sub<'_>) -> Vec<&'a catalog::types::Bundle> {
+    /// The content of `s`'s catalog and the channel it follows, when both are there.
+    fn followed(&self, s: &Sub<'_>) -> Option<(Content<'a>, &'a catalog::types::Channel)> {
         let key = s.catalog_key();
-        let Some((content, channel)) = self
+        let content = self
             .visible
             .iter()
             .find(|v| v.source.key() == key)
-            .and_then(|v| v.content)
-            .and_then(|c| Some((c, c.channel(s.package, s.channel)?)))
-        else {
+            .and_then(|v| v.content)?;
+        Some((content, content.channel(s.package, s.channel)?))
+    }
+
+    /// The bundles `s` may take, newest first: those upgrading from its installed CSV, or
+    /// its starting CSV, or its whole channel.
+    fn candidates(&self, s: &Sub<'_>) -> Vec<&'a catalog::types::Bundle> {
+        let Some((content, channel)) = self.followed(s) else {
             return Vec::new();
         };
         let entries: Vec<&ChannelEntry> = if !s.installed_csv.is_empty() {
@@ -437,15 +447,7 @@ impl<'a> Context<'a> {
                     "the bundles of package {} cannot run under this namespace's OperatorGroup",
                     s.package
                 ),
-                vec![
-                    format!(
-                        "subscription {} takes package {} from catalog {}",
-                        s.name,
-                        s.package,
-                        s.catalog_key()
-                    ),
-                    (*first).clone(),
-                ],
+                vec![s.takes(), (*first).clone()],
             ));
         }
         self.missing_dependency(s, &candidates)
@@ -467,12 +469,7 @@ impl<'a> Context<'a> {
         }
         let (bundle, requirement) = first?;
         let mut facts = vec![
-            format!(
-                "subscription {} takes package {} from catalog {}",
-                s.name,
-                s.package,
-                s.catalog_key()
-            ),
+            s.takes(),
             format!(
                 "{} requires {}{}",
                 bundle.name,
@@ -547,12 +544,7 @@ impl<'a> Context<'a> {
                 api(&g)
             ),
             vec![
-                format!(
-                    "subscription {} takes package {} from catalog {}",
-                    s.name,
-                    s.package,
-                    s.catalog_key()
-                ),
+                s.takes(),
                 format!("{bundle} provides {}", api(&g)),
                 format!(
                     "{owner} provides {} in namespace {} too",

@@ -90,19 +90,7 @@ fn load<'a>(
     if specs.is_empty() {
         return Ok(Vec::new());
     }
-    // v1 mode: every catalog is loaded, whatever namespace it is in.
-    let request = Request {
-        mode: Mode::V1,
-        namespace: String::new(),
-        upgrade_strategy: Default::default(),
-        global_namespace: String::new(),
-        exclude_global_namespace_resolution: false,
-        catalogs: specs.iter().map(|(_, _, c)| c.clone()).collect(),
-        installed: Vec::new(),
-        subscriptions: Vec::new(),
-        requests: Vec::new(),
-        cluster: None,
-    };
+    let request = v1_request(specs.iter().map(|(_, _, c)| c.clone()).collect());
     let loaded = load_request(
         &request,
         Path::new("."),
@@ -152,4 +140,21 @@ pub(crate) fn read_images(request: &Request, pulls: &Pulls<'_>) -> Result<Loaded
         pulls.limits,
     )
     .map_err(|e| Error::Catalog(format!("a ClusterCatalog cannot be read: {e}")))
+}
+
+/// A v1 request for `catalogs` and no extension yet: in v1 mode every catalog is loaded,
+/// whatever namespace it is in.
+pub(crate) fn v1_request(catalogs: Vec<CatalogSpec>) -> Request {
+    Request {
+        mode: Mode::V1,
+        namespace: String::new(),
+        upgrade_strategy: Default::default(),
+        global_namespace: String::new(),
+        exclude_global_namespace_resolution: false,
+        catalogs,
+        installed: Vec::new(),
+        subscriptions: Vec::new(),
+        requests: Vec::new(),
+        cluster: None,
+    }
 }

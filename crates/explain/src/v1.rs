@@ -7,12 +7,13 @@ use std::collections::BTreeMap;
 
 use catalog::semver::Version;
 use catalog::version_constraint::VersionConstraint;
-use resolve::service::request::{CatalogSpec, ExtensionSpec, Mode, Policy, Request};
+use resolve::service::request::{CatalogSpec, ExtensionSpec, Policy};
 use resolve::service::{Loaded, resolve_request};
 use resolve::v1::NAME_LABEL;
 use serde_json::{Value, json};
 
 use crate::Error;
+use crate::diagnose::Finding;
 use crate::facts::{Content, upgrades_from};
 use crate::load::Pulls;
 use crate::report::{CauseKind, Condition, ExtensionReport, NextBundle, Verdict};
@@ -97,18 +98,8 @@ pub(crate) fn explain(
             ..CatalogSpec::default()
         })
         .collect();
-    let request = Request {
-        mode: Mode::V1,
-        namespace: String::new(),
-        upgrade_strategy: Default::default(),
-        global_namespace: String::new(),
-        exclude_global_namespace_resolution: false,
-        catalogs: specs,
-        installed: Vec::new(),
-        subscriptions: Vec::new(),
-        requests: vec![spec.clone()],
-        cluster: None,
-    };
+    let mut request = crate::load::v1_request(specs);
+    request.requests = vec![spec.clone()];
     let loaded = crate::load::read_images(&request, pulls)?;
     let outcome =
         resolve_request(&request, &loaded.loaded).map_err(|e| Error::Catalog(e.to_string()))?;
@@ -177,24 +168,6 @@ pub(crate) fn explain(
     })
 }
 
-struct Finding {
-    verdict: Verdict,
-    cause: Option<CauseKind>,
-    summary: String,
-    facts: Vec<String>,
-    next: Vec<NextBundle>,
-}
-
-fn stuck(cause: CauseKind, summary: String, facts: Vec<String>) -> Finding {
-    Finding {
-        verdict: Verdict::Stuck,
-        cause: Some(cause),
-        summary,
-        facts,
-        next: Vec::new(),
-    }
-}
-
 /// The first filter that leaves no bundle, in the order operator-controller applies them.
 fn why_none(
     spec: &ExtensionSpec,
@@ -213,7 +186,7 @@ fn why_none(
                 format!("{} ({})", c.name, labels.join(", "))
             })
             .collect();
-        return stuck(
+        return Finding::stuck(
             CauseKind::SelectorExcludesAll,
             "its catalog selector matches no ClusterCatalog".to_owned(),
             vec![
@@ -235,7 +208,7 @@ fn why_none(
         .collect();
     let names: Vec<&str> = contents.iter().map(|(c, _)| c.name.as_str()).collect();
     if with_package.is_empty() {
-        return stuck(
+        return Finding::stuck(
             CauseKind::PackageGone,
             format!("no available selected catalog has package {package}"),
             vec![format!(
@@ -261,7 +234,7 @@ fn why_none(
         }
     }
     if !channels_found {
-        return stuck(
+        return Finding::stuck(
             CauseKind::ChannelGone,
             format!(
                 "package {package} has none of the channels {}",
@@ -295,7 +268,7 @@ fn why_none(
         .cloned()
         .collect();
     if in_range.is_empty() {
-        return stuck(
+        return Finding::stuck(
             CauseKind::VersionRange,
             format!(
                 "no bundle of package {package} has a version in {}",
@@ -322,7 +295,7 @@ fn why_none(
             })
         });
         if !reachable {
-            return stuck(
+            return Finding::stuck(
                 CauseKind::UpgradeGap,
                 format!("no bundle in range is a successor of the installed {}", installed.name),
                 vec![
@@ -333,7 +306,7 @@ fn why_none(
             );
         }
     }
-    stuck(
+    Finding::stuck(
         CauseKind::Unsatisfiable,
         "the v1 resolver finds no single bundle".to_owned(),
         vec![error],
