@@ -6,6 +6,7 @@ mod build;
 mod catalogd;
 mod copy;
 mod diff;
+mod explain;
 mod generate;
 mod images;
 mod init;
@@ -89,6 +90,7 @@ enum Command {
     Build(build::BuildArgs),
     Add(add::AddArgs),
     Resolve(resolve::ResolveArgs),
+    Explain(Box<explain::ExplainArgs>),
     Mirror(Box<mirror::MirrorArgs>),
     Diff(diff::DiffArgs),
     Alpha(alpha::AlphaArgs),
@@ -158,6 +160,7 @@ fn run(cli: Cli) -> i32 {
         }
         Command::ConvertTemplate(args) => template::run_convert(args),
         Command::Resolve(args) => resolve::run(args, cli.use_http, cli.skip_tls_verify),
+        Command::Explain(args) => explain::run(*args, cli.use_http, cli.skip_tls_verify),
         Command::Mirror(args) => mirror::run(*args, cli.use_http, cli.skip_tls_verify),
         Command::Diff(args) => diff::run(args, cli.use_http, cli.skip_tls_verify),
         Command::Alpha(args) => alpha::run(args, cli.use_http, cli.skip_tls_verify),

@@ -20,6 +20,7 @@ mod conformance;
 mod container;
 mod control_plane;
 mod deploy;
+mod explain_e2e;
 mod extra_vectors;
 mod generate_dockerfile;
 mod hostile_files;
