@@ -329,3 +329,115 @@ fn selector_text(spec: &ExtensionSpec) -> String {
     );
     terms.join(", ")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use catalog::types::{Bundle, Channel, ChannelEntry, DeclarativeConfig, Property};
+
+    fn bundle(version: &str) -> Bundle {
+        Bundle {
+            name: format!("p.v{version}"),
+            package: "p".into(),
+            properties: vec![Property {
+                kind: "olm.package".into(),
+                value: format!(r#"{{"packageName":"p","version":"{version}"}}"#),
+            }],
+            ..Bundle::default()
+        }
+    }
+
+    fn entry(version: &str, replaces: &str) -> ChannelEntry {
+        ChannelEntry {
+            name: format!("p.v{version}"),
+            replaces: replaces.into(),
+            ..ChannelEntry::default()
+        }
+    }
+
+    /// Package p: channel stable 1.0.0 <- 1.1.0, channel fast 2.0.0 (no edge).
+    fn content() -> DeclarativeConfig {
+        DeclarativeConfig {
+            channels: vec![
+                Channel {
+                    name: "stable".into(),
+                    package: "p".into(),
+                    entries: vec![entry("1.0.0", ""), entry("1.1.0", "p.v1.0.0")],
+                    ..Channel::default()
+                },
+                Channel {
+                    name: "fast".into(),
+                    package: "p".into(),
+                    entries: vec![entry("2.0.0", "")],
+                    ..Channel::default()
+                },
+            ],
+            bundles: ["1.0.0", "1.1.0", "2.0.0"].map(bundle).into(),
+            ..DeclarativeConfig::default()
+        }
+    }
+
+    fn why(spec: serde_json::Value) -> Finding {
+        let config = content();
+        let catalog = ClusterCatalog::from_object(&json!({"metadata": {"name": "c"}}));
+        let spec: ExtensionSpec = serde_json::from_value(spec).unwrap();
+        why_none(
+            &spec,
+            std::slice::from_ref(&catalog),
+            &[&catalog],
+            &[(&catalog, Content(&config))],
+            "resolver".into(),
+        )
+    }
+
+    #[test]
+    fn the_filter_that_leaves_nothing_is_named() {
+        let f = why(json!({"name": "e", "packageName": "q"}));
+        assert_eq!(f.cause, Some(CauseKind::PackageGone));
+        let f = why(json!({"name": "e", "packageName": "p", "channels": ["beta"]}));
+        assert_eq!(f.cause, Some(CauseKind::ChannelGone));
+        let f = why(
+            json!({"name": "e", "packageName": "p", "channels": ["stable"], "version": ">=2.0.0"}),
+        );
+        assert_eq!(f.cause, Some(CauseKind::VersionRange));
+        assert_eq!(
+            f.facts[1],
+            "the versions there in channels stable: 1.1.0, 1.0.0"
+        );
+        // Installed 1.0.0: 2.0.0 in fast replaces nothing; under SelfCertified it would do.
+        let installed = json!({"name": "p.v1.0.0", "version": "1.0.0"});
+        let f = why(
+            json!({"name": "e", "packageName": "p", "channels": ["fast"],
+                           "installedBundle": installed}),
+        );
+        assert_eq!(f.cause, Some(CauseKind::UpgradeGap));
+        assert_eq!(f.facts[1], "the versions in range in channels fast: 2.0.0");
+        let f = why(
+            json!({"name": "e", "packageName": "p", "channels": ["fast"],
+                           "installedBundle": installed, "upgradeConstraintPolicy": "SelfCertified"}),
+        );
+        assert_eq!(
+            (f.cause, f.facts),
+            (Some(CauseKind::Unsatisfiable), vec!["resolver".to_owned()])
+        );
+        // A selector no catalog matches.
+        let spec: ExtensionSpec = serde_json::from_value(json!({"name": "e", "packageName": "p",
+            "selector": {"matchLabels": {"tier": "x"}}}))
+        .unwrap();
+        let catalog = ClusterCatalog::from_object(
+            &json!({"metadata": {"name": "c", "labels": {"tier": "y"}}}),
+        );
+        let f = why_none(
+            &spec,
+            std::slice::from_ref(&catalog),
+            &[],
+            &[],
+            String::new(),
+        );
+        assert_eq!(f.cause, Some(CauseKind::SelectorExcludesAll));
+        assert_eq!(
+            f.facts[1],
+            "no ClusterCatalog has those labels; the catalogs: c (olm.operatorframework.io/metadata.name=c, tier=y)"
+        );
+    }
+}
