@@ -5,6 +5,7 @@
 //! moves under `registryPoll` — while the kubelet runs the pods and the operator's Deployment.
 //! Everything runs in a private network namespace; the images are in a loopback registry.
 mod catalog;
+mod faults;
 
 use crate::common::control_plane::ControlPlane;
 use crate::common::kube::{Kube, eventually};
@@ -52,18 +53,8 @@ async fn run(tools: &Path) {
 
     // a. OLM's registry pod, Service and READY through the Service's name.
     let created = Instant::now();
-    kube.create(
-        CATALOG_SOURCES,
-        json!({
-            "apiVersion": "operators.coreos.com/v1alpha1", "kind": "CatalogSource",
-            "metadata": {"name": "node", "namespace": "olm"},
-            "spec": {"sourceType": "grpc", "image": catalog.tag(), "displayName": "node",
-                     "publisher": "e2e",
-                     "grpcPodConfig": {"securityContextConfig": "restricted"},
-                     "updateStrategy": {"registryPoll": {"interval": POLL_INTERVAL}}},
-        }),
-    )
-    .await;
+    let polled = json!({"registryPoll": {"interval": POLL_INTERVAL}});
+    create_catalog_source(kube, "node", &catalog.tag(), json!({}), polled).await;
     let pod = wait_for_registry_pod(kube, "node", &v1).await;
     let to_pod_ready = created.elapsed();
     check_restricted(&pod, &catalog.tag());
@@ -109,19 +100,8 @@ async fn run(tools: &Path) {
     // `copy-content` out, which copies /configs and the cache out of the catalog image, and
     // the opm image (ours) serves the copies.
     let created = Instant::now();
-    kube.create(
-        CATALOG_SOURCES,
-        json!({
-            "apiVersion": "operators.coreos.com/v1alpha1", "kind": "CatalogSource",
-            "metadata": {"name": "extracted", "namespace": "olm"},
-            "spec": {"sourceType": "grpc", "image": catalog.tag(), "displayName": "extracted",
-                     "publisher": "e2e",
-                     "grpcPodConfig": {"securityContextConfig": "restricted",
-                                       "extractContent": {"catalogDir": "/configs",
-                                                          "cacheDir": "/tmp/cache"}}},
-        }),
-    )
-    .await;
+    let extract = json!({"extractContent": {"catalogDir": "/configs", "cacheDir": "/tmp/cache"}});
+    create_catalog_source(kube, "extracted", &catalog.tag(), extract, Value::Null).await;
     let pod = wait_for_registry_pod(kube, "extracted", &v2).await;
     check_extract_content(&pod, &catalog.tools_tag());
     wait_for_catalog_state(kube, "olm", "extracted", |s| s == "READY").await;
@@ -148,7 +128,7 @@ struct Cluster {
     olm_token: String,
     _olm: Olm,
     _hosts: ServiceHosts,
-    _registry: TestRegistry,
+    registry: TestRegistry,
     _node: Node,
     _cp: ControlPlane,
     _work: tempfile::TempDir,
@@ -204,12 +184,39 @@ impl Cluster {
             olm_token: cp.token.clone(),
             _olm: olm,
             _hosts: hosts,
-            _registry: registry,
+            registry,
             _node: node,
             _cp: cp,
             _work: work,
         }
     }
+}
+
+/// CatalogSource olm/`name` of `image`, its pod restricted, with more `grpc_pod_config` and
+/// an `update_strategy` (or none: null).
+async fn create_catalog_source(
+    kube: &Kube,
+    name: &str,
+    image: &str,
+    grpc_pod_config: Value,
+    update_strategy: Value,
+) {
+    let mut pod_config = json!({"securityContextConfig": "restricted"});
+    pod_config
+        .as_object_mut()
+        .unwrap()
+        .extend(grpc_pod_config.as_object().unwrap().clone());
+    let mut spec = json!({"sourceType": "grpc", "image": image, "displayName": name,
+                          "publisher": "e2e", "grpcPodConfig": pod_config});
+    if !update_strategy.is_null() {
+        spec["updateStrategy"] = update_strategy;
+    }
+    kube.create(
+        CATALOG_SOURCES,
+        json!({"apiVersion": "operators.coreos.com/v1alpha1", "kind": "CatalogSource",
+               "metadata": {"name": name, "namespace": "olm"}, "spec": spec}),
+    )
+    .await;
 }
 
 /// The registry pods of CatalogSource olm/`name` (serving and update pods).
