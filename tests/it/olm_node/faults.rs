@@ -7,31 +7,21 @@ use super::{
     Cluster, POLL_INTERVAL, create_catalog_source, package_manifest, registry_pods,
     wait_for_registry_pod,
 };
-use crate::common::control_plane::ControlPlane;
 use crate::common::kube::{Kube, eventually};
-use crate::common::olm::{OLM_PATIENCE, enter_private_network, wait_for_catalog_state};
+use crate::common::olm::{OLM_PATIENCE, olm_test, wait_for_catalog_state};
 use crate::common::run;
 use serde_json::{Value, json};
-use std::path::Path;
+use std::path::PathBuf;
 use std::time::Instant;
 
 #[test]
 fn olm_node_faults_leave_the_served_catalog_alone() {
-    let Some(tools) = ControlPlane::tools() else {
-        eprintln!("SKIPPED: ../shared/tools/olm-e2e is absent; OLM node fault test not run");
-        return;
-    };
-    enter_private_network();
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap()
-        .block_on(faults(&tools));
+    olm_test("the OLM node fault test", faults);
 }
 
-async fn faults(tools: &Path) {
+async fn faults(tools: PathBuf) {
     let started = Instant::now();
-    let mut cluster = Cluster::start(tools).await;
+    let mut cluster = Cluster::start(&tools).await;
     let (kube, token) = (&cluster.kube, cluster.olm_token.clone());
     let v1 = cluster.catalog.push(1);
     let polled = json!({"registryPoll": {"interval": POLL_INTERVAL}});

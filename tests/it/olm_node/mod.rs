@@ -11,13 +11,13 @@ use crate::common::control_plane::ControlPlane;
 use crate::common::kube::{Kube, eventually};
 use crate::common::node::{Node, ServiceHosts};
 use crate::common::olm::{
-    CatalogOperatorOptions, OLM_PATIENCE, Olm, enter_private_network, wait_for_catalog_state,
+    CatalogOperatorOptions, OLM_PATIENCE, Olm, olm_test, wait_for_catalog_state,
     wait_for_install_plan,
 };
 use crate::common::registry::TestRegistry;
 use catalog::NodeCatalog;
 use serde_json::{Value, json};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 const CATALOG_SOURCES: &str = "/apis/operators.coreos.com/v1alpha1/namespaces/olm/catalogsources";
@@ -28,21 +28,12 @@ const POLL_INTERVAL: &str = "10s";
 
 #[test]
 fn olm_runs_our_catalog_image_on_a_node() {
-    let Some(tools) = ControlPlane::tools() else {
-        eprintln!("SKIPPED: ../shared/tools/olm-e2e is absent; OLM node test not run");
-        return;
-    };
-    enter_private_network();
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap()
-        .block_on(run(&tools));
+    olm_test("the OLM node test", run);
 }
 
-async fn run(tools: &Path) {
+async fn run(tools: PathBuf) {
     let started = Instant::now();
-    let cluster = Cluster::start(tools).await;
+    let cluster = Cluster::start(&tools).await;
     let kube = &cluster.kube;
     eprintln!("cluster up in {:?}", started.elapsed());
     let catalog = &cluster.catalog;
