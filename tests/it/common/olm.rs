@@ -2,7 +2,7 @@
 //! `../shared/tools/olm-e2e/README.md`): the catalog operator, the olm operator and
 //! packageserver. Each logs to a file of the test's directory and is killed with the test.
 //! They bind ports on every interface, so a test runs them in a private network namespace
-//! ([`enter_private_network`]). Also the waits for what OLM does, as the API server shows it.
+//! ([`olm_test`]). Also the waits for what OLM does, as the API server shows it.
 use super::control_plane::ControlPlane;
 use super::kube::{Kube, eventually};
 use serde_json::Value;
