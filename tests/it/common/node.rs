@@ -1,7 +1,7 @@
 //! A real Kubernetes node beside a control plane: `node.sh` of `../shared/tools/olm-e2e`
 //! (kube-controller-manager, kube-scheduler, containerd + runc, a bridge CNI, kubelet and
 //! kube-proxy), so that Pods, Jobs, Deployments and probes run as in a cluster. Run it in a
-//! private network namespace ([`super::olm::enter_private_network`]) with a control plane from
+//! private network namespace ([`super::olm::olm_test`]) with a control plane from
 //! [`ControlPlane::start_for_pods`]; it is stopped (containers included) when dropped, and a
 //! failing test shows the pods' logs.
 //!

@@ -2,7 +2,7 @@
 //! `../shared/tools/olm-e2e/README.md`): the catalog operator, the olm operator and
 //! packageserver. Each logs to a file of the test's directory and is killed with the test.
 //! They bind ports on every interface, so a test runs them in a private network namespace
-//! ([`enter_private_network`]). Also the waits for what OLM does, as the API server shows it.
+//! ([`olm_test`]). Also the waits for what OLM does, as the API server shows it.
 use super::control_plane::ControlPlane;
 use super::kube::{Kube, eventually};
 use serde_json::Value;
@@ -176,10 +176,25 @@ fn self_signed(dir: &Path) -> (PathBuf, PathBuf) {
     (cert, key)
 }
 
+/// Runs an OLM test: `test` on a single-threaded runtime, given the olm-e2e tools directory,
+/// in a private network namespace; skipped loudly (naming `what`) when the tools are absent.
+pub(crate) fn olm_test<F: Future<Output = ()>>(what: &str, test: impl FnOnce(PathBuf) -> F) {
+    let Some(tools) = ControlPlane::tools() else {
+        eprintln!("SKIPPED: ../shared/tools/olm-e2e is absent; {what} not run");
+        return;
+    };
+    enter_private_network();
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(test(tools));
+}
+
 /// Moves this thread (and every process and thread it starts from now on) into a new network
 /// namespace with only loopback up. Namespaces belong to threads, and each test runs in its
 /// own process under nextest (its own thread under cargo test), so nothing else moves.
-pub(crate) fn enter_private_network() {
+fn enter_private_network() {
     // SAFETY: unshare only changes this thread's namespace membership.
     let rc = unsafe { libc::unshare(libc::CLONE_NEWNET) };
     assert_eq!(

@@ -16,8 +16,7 @@ mod resolution;
 use crate::common::control_plane::ControlPlane;
 use crate::common::kube::Kube;
 use crate::common::olm::{
-    OLM_PATIENCE as PATIENCE, Olm, enter_private_network, wait_for_catalog_state,
-    wait_for_install_plan,
+    OLM_PATIENCE as PATIENCE, Olm, olm_test, wait_for_catalog_state, wait_for_install_plan,
 };
 use crate::common::registry::TestRegistry;
 use crate::common::{Server, shared_testdata};
@@ -42,16 +41,7 @@ const PACKAGESERVER: &str = "https://127.0.0.1:5443";
 
 #[test]
 fn olm_lists_installs_and_upgrades_from_our_server() {
-    let Some(tools) = ControlPlane::tools() else {
-        eprintln!("SKIPPED: ../shared/tools/olm-e2e is absent; OLM end-to-end test not run");
-        return;
-    };
-    enter_private_network();
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap()
-        .block_on(run(tools));
+    olm_test("the OLM end-to-end test", run);
 }
 
 async fn run(tools: PathBuf) {

@@ -39,6 +39,21 @@ impl NodeCatalog {
 
     /// The same under `tag`.
     pub(super) fn push_as(&self, n: usize, tag: &str) -> String {
+        self.build_and_push(n, tag, BIN)
+    }
+
+    /// Version `n` as an image whose server exits at once (`/bin/false` in its place) under
+    /// [`Self::tag`]: a catalog image that cannot serve.
+    pub(super) fn push_broken(&self, n: usize) -> String {
+        self.build_and_push(n, &self.tag(), "/bin/false")
+    }
+
+    /// The loopback registry's HOST:PORT.
+    pub(super) fn registry(&self) -> &str {
+        &self.registry
+    }
+
+    fn build_and_push(&self, n: usize, tag: &str, server: &str) -> String {
         let dir = self.work.join(format!("catalog-v{n}"));
         let mut docs = vec![
             r#"{"schema":"olm.package","name":"node-op","defaultChannel":"stable"}"#.to_owned(),
@@ -74,7 +89,7 @@ impl NodeCatalog {
             tag,
             "--server",
             "--server-binary",
-            BIN,
+            server,
         ]);
         assert_eq!(code, 0, "build catalog {}: {err}", dir.display());
         let pushed = out.trim().to_owned();
@@ -83,7 +98,7 @@ impl NodeCatalog {
     }
 
     /// A bundle directory of node-op `version`, written once.
-    fn bundle_dir(&self, version: &str) -> PathBuf {
+    pub(super) fn bundle_dir(&self, version: &str) -> PathBuf {
         let dir = self.work.join(format!("bundles/node-op-{version}"));
         if dir.exists() {
             return dir;

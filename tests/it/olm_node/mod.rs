@@ -5,18 +5,19 @@
 //! moves under `registryPoll` — while the kubelet runs the pods and the operator's Deployment.
 //! Everything runs in a private network namespace; the images are in a loopback registry.
 mod catalog;
+mod faults;
 
 use crate::common::control_plane::ControlPlane;
 use crate::common::kube::{Kube, eventually};
 use crate::common::node::{Node, ServiceHosts};
 use crate::common::olm::{
-    CatalogOperatorOptions, OLM_PATIENCE, Olm, enter_private_network, wait_for_catalog_state,
+    CatalogOperatorOptions, OLM_PATIENCE, Olm, olm_test, wait_for_catalog_state,
     wait_for_install_plan,
 };
 use crate::common::registry::TestRegistry;
 use catalog::NodeCatalog;
 use serde_json::{Value, json};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 const CATALOG_SOURCES: &str = "/apis/operators.coreos.com/v1alpha1/namespaces/olm/catalogsources";
@@ -27,21 +28,12 @@ const POLL_INTERVAL: &str = "10s";
 
 #[test]
 fn olm_runs_our_catalog_image_on_a_node() {
-    let Some(tools) = ControlPlane::tools() else {
-        eprintln!("SKIPPED: ../shared/tools/olm-e2e is absent; OLM node test not run");
-        return;
-    };
-    enter_private_network();
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap()
-        .block_on(run(&tools));
+    olm_test("the OLM node test", run);
 }
 
-async fn run(tools: &Path) {
+async fn run(tools: PathBuf) {
     let started = Instant::now();
-    let cluster = Cluster::start(tools).await;
+    let cluster = Cluster::start(&tools).await;
     let kube = &cluster.kube;
     eprintln!("cluster up in {:?}", started.elapsed());
     let catalog = &cluster.catalog;
@@ -52,18 +44,8 @@ async fn run(tools: &Path) {
 
     // a. OLM's registry pod, Service and READY through the Service's name.
     let created = Instant::now();
-    kube.create(
-        CATALOG_SOURCES,
-        json!({
-            "apiVersion": "operators.coreos.com/v1alpha1", "kind": "CatalogSource",
-            "metadata": {"name": "node", "namespace": "olm"},
-            "spec": {"sourceType": "grpc", "image": catalog.tag(), "displayName": "node",
-                     "publisher": "e2e",
-                     "grpcPodConfig": {"securityContextConfig": "restricted"},
-                     "updateStrategy": {"registryPoll": {"interval": POLL_INTERVAL}}},
-        }),
-    )
-    .await;
+    let polled = json!({"registryPoll": {"interval": POLL_INTERVAL}});
+    create_catalog_source(kube, "node", &catalog.tag(), json!({}), polled).await;
     let pod = wait_for_registry_pod(kube, "node", &v1).await;
     let to_pod_ready = created.elapsed();
     check_restricted(&pod, &catalog.tag());
@@ -109,19 +91,8 @@ async fn run(tools: &Path) {
     // `copy-content` out, which copies /configs and the cache out of the catalog image, and
     // the opm image (ours) serves the copies.
     let created = Instant::now();
-    kube.create(
-        CATALOG_SOURCES,
-        json!({
-            "apiVersion": "operators.coreos.com/v1alpha1", "kind": "CatalogSource",
-            "metadata": {"name": "extracted", "namespace": "olm"},
-            "spec": {"sourceType": "grpc", "image": catalog.tag(), "displayName": "extracted",
-                     "publisher": "e2e",
-                     "grpcPodConfig": {"securityContextConfig": "restricted",
-                                       "extractContent": {"catalogDir": "/configs",
-                                                          "cacheDir": "/tmp/cache"}}},
-        }),
-    )
-    .await;
+    let extract = json!({"extractContent": {"catalogDir": "/configs", "cacheDir": "/tmp/cache"}});
+    create_catalog_source(kube, "extracted", &catalog.tag(), extract, Value::Null).await;
     let pod = wait_for_registry_pod(kube, "extracted", &v2).await;
     check_extract_content(&pod, &catalog.tools_tag());
     wait_for_catalog_state(kube, "olm", "extracted", |s| s == "READY").await;
@@ -148,7 +119,7 @@ struct Cluster {
     olm_token: String,
     _olm: Olm,
     _hosts: ServiceHosts,
-    _registry: TestRegistry,
+    registry: TestRegistry,
     _node: Node,
     _cp: ControlPlane,
     _work: tempfile::TempDir,
@@ -204,12 +175,39 @@ impl Cluster {
             olm_token: cp.token.clone(),
             _olm: olm,
             _hosts: hosts,
-            _registry: registry,
+            registry,
             _node: node,
             _cp: cp,
             _work: work,
         }
     }
+}
+
+/// CatalogSource olm/`name` of `image`, its pod restricted, with more `grpc_pod_config` and
+/// an `update_strategy` (or none: null).
+async fn create_catalog_source(
+    kube: &Kube,
+    name: &str,
+    image: &str,
+    grpc_pod_config: Value,
+    update_strategy: Value,
+) {
+    let mut pod_config = json!({"securityContextConfig": "restricted"});
+    pod_config
+        .as_object_mut()
+        .unwrap()
+        .extend(grpc_pod_config.as_object().unwrap().clone());
+    let mut spec = json!({"sourceType": "grpc", "image": image, "displayName": name,
+                          "publisher": "e2e", "grpcPodConfig": pod_config});
+    if !update_strategy.is_null() {
+        spec["updateStrategy"] = update_strategy;
+    }
+    kube.create(
+        CATALOG_SOURCES,
+        json!({"apiVersion": "operators.coreos.com/v1alpha1", "kind": "CatalogSource",
+               "metadata": {"name": name, "namespace": "olm"}, "spec": spec}),
+    )
+    .await;
 }
 
 /// The registry pods of CatalogSource olm/`name` (serving and update pods).
