@@ -18,6 +18,8 @@
 //! catalog operator and packageserver do when a connection becomes ready); GetBundle at N
 //! callers for S seconds (calls/s, p99, server CPU per call); RSS after that. Figures are
 //! printed as min / median / max over the rounds, with opm's median over ours.
+#[path = "common/netns.rs"]
+mod netns;
 #[path = "common/server.rs"]
 mod server;
 
@@ -92,7 +94,7 @@ fn main() {
         return;
     }
     if std::env::var_os(IN_NETNS).is_none() {
-        std::process::exit(rerun_in_network_namespace());
+        std::process::exit(netns::rerun_in_namespaces(IN_NETNS, &[], ""));
     }
     let work = tempfile::tempdir().unwrap();
     let opm = executable(&opm, work.path());
@@ -101,37 +103,6 @@ fn main() {
         .build()
         .unwrap()
         .block_on(run(&opts, &opm, work.path()));
-}
-
-/// Runs this bench again, with the same arguments, in a new network namespace with only
-/// loopback up; returns its exit status.
-fn rerun_in_network_namespace() -> i32 {
-    let exe = std::env::current_exe().unwrap();
-    let status = Command::new("unshare")
-        .args([
-            "--net",
-            "--",
-            "sh",
-            "-c",
-            "ip link set lo up && exec \"$0\" \"$@\"",
-        ])
-        .arg(exe)
-        .args(std::env::args_os().skip(1))
-        .env(IN_NETNS, "1")
-        .status();
-    match status {
-        Ok(s) if s.success() => 0,
-        Ok(s) => {
-            eprintln!(
-                "vs_opm in its network namespace ended with {s} (the namespace itself needs root and `ip`)"
-            );
-            s.code().unwrap_or(1)
-        }
-        Err(e) => {
-            eprintln!("vs_opm: cannot run `unshare` ({e}): it needs util-linux and root");
-            1
-        }
-    }
 }
 
 /// `opm` itself, unpacked into `dir` when it is gzipped.
@@ -341,6 +312,7 @@ struct Figures {
     warm_s: f64,
     warm_peak_mib: f64,
     list_bundles_s: f64,
+    list_bundles_cpu_s: f64,
     reconnect_s: f64,
     calls_per_s: f64,
     p99_ms: f64,
@@ -357,6 +329,12 @@ const ROWS: &[Row] = &[
     ("warm start to SERVING", "s", |f| f.warm_s, true),
     ("warm start peak RSS", "MiB", |f| f.warm_peak_mib, true),
     ("ListBundles (full stream)", "s", |f| f.list_bundles_s, true),
+    (
+        "server CPU per ListBundles stream",
+        "s",
+        |f| f.list_bundles_cpu_s,
+        true,
+    ),
     ("OLM reconnect round", "s", |f| f.reconnect_s, true),
     ("GetBundle throughput", "calls/s", |f| f.calls_per_s, false),
     ("GetBundle p99", "ms", |f| f.p99_ms, true),
@@ -431,10 +409,14 @@ async fn run(opts: &Options, opm: &Path, work: &Path) {
         for (peer, server, mut f, cache) in warm {
             let mut c = client(&server.addr).await;
             f.list_bundles_s = f64::MAX;
+            f.list_bundles_cpu_s = f64::MAX;
+            let pid = server.child.id();
             for _ in 0..2 {
+                let cpu = server::cpu_seconds(pid);
                 let t = Instant::now();
                 list_bundles(&mut c).await;
                 f.list_bundles_s = f.list_bundles_s.min(t.elapsed().as_secs_f64());
+                f.list_bundles_cpu_s = f.list_bundles_cpu_s.min(server::cpu_seconds(pid) - cpu);
             }
             let t = Instant::now();
             list_bundles(&mut c).await;
@@ -446,9 +428,10 @@ async fn run(opts: &Options, opm: &Path, work: &Path) {
             f.cpu_us_per_call = load.cpu_us_per_call();
             f.serving_rss_mib = server::memory(server.child.id()).1;
             println!(
-                "round {round}, {}: ListBundles {:.2} s, reconnect {:.2} s, GetBundle {:.0} calls/s p99 {:.1} ms {:.0} µs CPU/call, RSS {:.0} MiB",
+                "round {round}, {}: ListBundles {:.2} s ({:.3} CPU-s), reconnect {:.2} s, GetBundle {:.0} calls/s p99 {:.1} ms {:.0} µs CPU/call, RSS {:.0} MiB",
                 peer.name(),
                 f.list_bundles_s,
+                f.list_bundles_cpu_s,
                 f.reconnect_s,
                 f.calls_per_s,
                 f.p99_ms,

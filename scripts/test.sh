@@ -4,7 +4,7 @@
 # Prometheus and promtool for the metrics tests, etcd for the control-plane tests,
 # kubernetes-validate for the deploy/ files, graphql-core as a GraphQL client, podman and runc
 # to run the catalog image as a cluster would, iproute2 for the OLM end-to-end test's private
-# network),
+# network, containerd and the rest of a real node for tests/it/olm_node),
 # builds once, and runs every test in parallel with cargo-nextest (plain `cargo test` where
 # nextest is absent), after a short run of every fuzz target (scripts/fuzz-smoke.sh). Extra
 # arguments go to the test runner.
@@ -25,6 +25,15 @@ command -v xz >/dev/null || missing+=(xz-utils)
 command -v curl >/dev/null || missing+=(curl)
 # tests/it/olm_e2e: `ip link set lo up` in the test's own network namespace.
 command -v ip >/dev/null || missing+=(iproute2)
+# tests/it/common/node.rs (node.sh of ../shared/tools/olm-e2e): containerd with runc, a bridge
+# CNI, a sandbox image made from busybox, kube-proxy's iptables and conntrack, xz for the
+# node's binaries.
+command -v containerd >/dev/null || missing+=(containerd)
+[ -x /usr/lib/cni/bridge ] || missing+=(containernetworking-plugins)
+[ -x /bin/busybox ] || missing+=(busybox-static)
+command -v iptables >/dev/null || missing+=(iptables)
+command -v conntrack >/dev/null || missing+=(conntrack)
+command -v xz >/dev/null || missing+=(xz-utils)
 # tests/it/container.rs: podman runs the catalog image with runc (crun refuses hybrid cgroup
 # layouts); the rest is what podman uses for rootless runs and overlay storage without kernel
 # support, installed too so that a developer who is not root can run the same test.

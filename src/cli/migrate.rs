@@ -35,7 +35,7 @@ pub struct MigrationFlags {
 }
 
 impl MigrationFlags {
-    pub fn level(&self) -> Result<MigrationLevel, String> {
+    pub(crate) fn level(&self) -> Result<MigrationLevel, String> {
         MigrationLevel::from_flags(self.migrate_level.as_deref(), self.migrate)
     }
 }

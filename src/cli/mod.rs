@@ -4,7 +4,9 @@ mod add;
 mod alpha;
 mod build;
 mod catalogd;
+mod copy;
 mod diff;
+mod explain;
 mod generate;
 mod images;
 mod init;
@@ -88,6 +90,7 @@ enum Command {
     Build(build::BuildArgs),
     Add(add::AddArgs),
     Resolve(resolve::ResolveArgs),
+    Explain(Box<explain::ExplainArgs>),
     Mirror(Box<mirror::MirrorArgs>),
     Diff(diff::DiffArgs),
     Alpha(alpha::AlphaArgs),
@@ -109,8 +112,13 @@ pub fn main() -> i32 {
         .first()
         .and_then(|a| std::path::Path::new(a).file_name())
         .and_then(|n| n.to_str());
-    if program == Some(probe::PROGRAM) {
-        return probe::run(&args[1..]);
+    // The names a catalog image links to this binary for OLM's pods (see crates/source's
+    // build.rs): its probe, and the utility image's tools.
+    match program {
+        Some(probe::PROGRAM) => return probe::run(&args[1..]),
+        Some("copy-content") => return copy::copy_content(&args[1..]),
+        Some("cp") => return copy::cp(&args[1..]),
+        _ => {}
     }
     // Under any other name (`opm` included: OLM's bundle unpack Job runs
     // `opm alpha bundle extract`) the command line is the same; clap names the program in
@@ -152,6 +160,7 @@ fn run(cli: Cli) -> i32 {
         }
         Command::ConvertTemplate(args) => template::run_convert(args),
         Command::Resolve(args) => resolve::run(args, cli.use_http, cli.skip_tls_verify),
+        Command::Explain(args) => explain::run(*args, cli.use_http, cli.skip_tls_verify),
         Command::Mirror(args) => mirror::run(*args, cli.use_http, cli.skip_tls_verify),
         Command::Diff(args) => diff::run(args, cli.use_http, cli.skip_tls_verify),
         Command::Alpha(args) => alpha::run(args, cli.use_http, cli.skip_tls_verify),

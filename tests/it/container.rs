@@ -476,7 +476,12 @@ fn the_catalog_image_holds_the_server_the_catalog_and_its_index() {
     // libraries (the file names ldd lists, wherever they go), nsswitch.conf, /tmp.
     let server = &layers[0];
     assert_eq!(server["bin/opm"], ('0', 0o755, std::fs::read(BIN).unwrap()));
-    for link in ["bin/grpc_health_probe", "bin/olm-registry"] {
+    for link in [
+        "bin/grpc_health_probe",
+        "bin/olm-registry",
+        "bin/copy-content",
+        "bin/cp",
+    ] {
         assert_eq!(server[link], ('2', 0o777, b"opm".to_vec()));
     }
     assert_eq!(

@@ -28,6 +28,19 @@ const LAYERS: &[(&str, &[&str])] = &[
         "catalogd",
         &["catalog", "cluster", "image", "server", "unfinished"],
     ),
+    // explain: the cluster's state (`cluster`'s client configuration) resolved as a `resolve`
+    // request, its catalogs read by `server`'s one loader.
+    (
+        "explain",
+        &[
+            "catalog",
+            "cluster",
+            "image",
+            "resolve",
+            "server",
+            "unfinished",
+        ],
+    ),
     ("author", &["catalog", "source"]),
     ("mirror", &["catalog", "image", "source", "unfinished"]),
     (
@@ -51,6 +64,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "catalog",
             "catalogd",
             "cluster",
+            "explain",
             "image",
             "mirror",
             "resolve",

@@ -40,8 +40,12 @@ pub(crate) fn render(
     })? {
         dc.push(doc);
     }
-    Model::build(dc.clone())
-        .map_err(|e| invalid(format!("render: entries are not valid FBC: {e}")))?;
+    Model::build(dc.clone()).map_err(|e| {
+        // opm stops at the first problem it finds while assembling the model and says it
+        // bare; the tree is for several problems, or for one the model validation found.
+        let problem = e.alone().map_or_else(|| e.to_string(), str::to_owned);
+        invalid(format!("render: entries are not valid FBC: {problem}"))
+    })?;
     let mut bases = HashSet::new();
     let mut names: HashMap<&str, &str> = HashMap::new();
     for s in &template.substitutions {

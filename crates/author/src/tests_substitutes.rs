@@ -249,11 +249,47 @@ fn sub4_template_errors() {
     assert_eq!(
         render("schema: olm.template.substitutes\nentries:\n- {schema: olm.channel, name: c, package: nope, entries: []}\n")
             .unwrap_err(),
-        "render: entries are not valid FBC: invalid index:\n└── unknown package \"nope\" for channel \"c\" (entries[0]:1)"
+        "render: entries are not valid FBC: unknown package \"nope\" for channel \"c\""
     );
     assert_eq!(
         Kind::detect(b"schema: olm.template.substitutes\n"),
         Ok(Kind::Substitutes)
+    );
+}
+
+/// Package `sub` whose channel lists only `sub.v1.0.0`, with bundles of `versions`.
+fn sub_entries(versions: &[&str]) -> String {
+    let mut t = "schema: olm.template.substitutes
+entries:
+- {schema: olm.package, name: sub, defaultChannel: stable}
+- {schema: olm.channel, package: sub, name: stable, entries: [{name: sub.v1.0.0}]}
+"
+    .to_owned();
+    for v in versions {
+        t.push_str(&format!(
+            "- {{schema: olm.bundle, name: sub.v{v}, package: sub, image: \"reg.example/sub-bundle:v{v}\", properties: [{{type: olm.package, value: {{packageName: sub, version: \"{v}\"}}}}]}}\n"
+        ));
+    }
+    t + "substitutions: []\n"
+}
+
+#[test]
+fn sub4_invalid_entries_say_one_problem_bare_and_several_as_a_tree() {
+    // opm v1.73's ConvertToModel stops at its first problem and returns it bare.
+    assert_eq!(
+        render(&sub_entries(&["1.0.0", "3.0.0"])).unwrap_err(),
+        r#"render: entries are not valid FBC: package "sub", bundle "sub.v3.0.0" not found in any channel entries"#
+    );
+    assert_eq!(
+        render(&sub_entries(&["1.0.0", "3.0.0", "4.0.0"])).unwrap_err(),
+        r#"render: entries are not valid FBC: invalid index:
+├── package "sub", bundle "sub.v3.0.0" not found in any channel entries (entries[3]:1)
+└── package "sub", bundle "sub.v4.0.0" not found in any channel entries (entries[4]:1)"#
+    );
+    // One problem of the model's validation stays in its tree, as opm draws it.
+    assert_eq!(
+        render(&sub_entries(&["1.0.0"]).replace(", defaultChannel: stable", "")).unwrap_err(),
+        "render: entries are not valid FBC: invalid index:\n└── invalid package \"sub\" (entries[0]:1):\n    └── default channel must be set"
     );
 }
 

@@ -29,6 +29,16 @@ impl ValidationError {
         self.problems.is_empty()
     }
 
+    /// The message of the only problem, when there is one and it is about the catalog
+    /// itself (no object path): what opm's `ConvertToModel` returns bare, before the model
+    /// validation whose problems it draws as a tree.
+    pub fn alone(&self) -> Option<&str> {
+        match self.problems.as_slice() {
+            [only] if only.path.is_empty() => Some(&only.message),
+            _ => None,
+        }
+    }
+
     /// Records a problem about the object at the end of `path` (the catalog itself when
     /// `path` is empty), found in the document at `origin`.
     pub(crate) fn add(&mut self, path: &[Object], origin: Option<&Origin>, message: String) {

@@ -34,6 +34,12 @@ impl Connection {
 
     /// A client for this configuration.
     pub async fn client(&self) -> Result<kube::Client, Error> {
+        let config = self.config().await?;
+        kube::Client::try_from(config).map_err(|source| Error::Client { source })
+    }
+
+    /// The configuration: the API server's URL, credentials and default namespace.
+    pub async fn config(&self) -> Result<Config, Error> {
         // The TLS of every client in this program is rustls with ring; kube builds its
         // rustls configuration with the process default, so make sure there is one.
         let _ = rustls::crypto::ring::default_provider().install_default();
@@ -55,7 +61,7 @@ impl Connection {
                 Config::incluster().map_err(|source| Error::InCluster { source })?
             }
         };
-        kube::Client::try_from(config).map_err(|source| Error::Client { source })
+        Ok(config)
     }
 }
 

@@ -26,7 +26,7 @@ pub enum ImageSource<'a> {
 }
 
 /// What makes a catalog image run by itself: the server executable, shipped as `/bin/opm`
-/// (also answering as `grpc_health_probe` and `olm-registry`), with the loader and shared
+/// (also answering as the names of [`SERVER_NAMES`], and `cp`), with the loader and shared
 /// libraries it needs when it is not static, and the catalog's index pre-built at
 /// `/tmp/cache`, where the image's command (opm's) looks for it.
 pub struct ServerImage<'a> {
@@ -44,6 +44,11 @@ pub struct ServerImage<'a> {
 pub const SERVER_PATH: &str = "/bin/opm";
 pub const CONFIGS_DIR: &str = "/configs";
 pub const CACHE_DIR: &str = "/tmp/cache";
+/// The names the server binary also answers to, linked beside it: the probe OLM's registry
+/// pods run, and the tool OLM's utility image provides for `grpcPodConfig.extractContent`, so
+/// that a server image can be OLM's `--util-image` too. An image built on nothing also links
+/// `cp` (the utility image's init container runs it); one on a base keeps the base's.
+const SERVER_NAMES: [&str; 3] = ["grpc_health_probe", "olm-registry", "copy-content"];
 /// The user opm's images run as when the pod does not say: not root.
 pub const SERVER_USER: &str = "1001";
 
@@ -222,7 +227,7 @@ fn server_layer(binary: &Path, base_bin: Option<&str>) -> Result<image::Layer, B
         layer
             .file(&format!("{bin}/opm"), &files[0].1, 0o755)
             .map_err(err)?;
-        for name in ["grpc_health_probe", "olm-registry"] {
+        for name in SERVER_NAMES {
             layer
                 .symlink(&format!("{bin}/{name}"), "opm")
                 .map_err(err)?;
@@ -267,7 +272,7 @@ fn server_layer(binary: &Path, base_bin: Option<&str>) -> Result<image::Layer, B
         };
         layer.file(path, bytes, mode).map_err(err)?;
     }
-    for name in ["grpc_health_probe", "olm-registry"] {
+    for name in SERVER_NAMES.iter().chain(&["cp"]) {
         layer.symlink(&format!("/bin/{name}"), "opm").map_err(err)?;
     }
     layer.finish().map_err(err)

@@ -37,23 +37,34 @@ impl ControlPlane {
     /// a loud SKIPPED line) only when the tools directory is absent; panics with the logs
     /// otherwise if it cannot start.
     pub fn start() -> Option<ControlPlane> {
-        ControlPlane::start_authorizing("AlwaysAllow")
+        ControlPlane::start_with_env(&[])
+    }
+
+    /// The same, reachable from a node's pods (see [`super::node`]): the API server binds
+    /// every interface and advertises the node's address, so that the `kubernetes` Service
+    /// leads to it. Only inside a private network namespace; adds that address to `lo`.
+    pub fn start_for_pods() -> Option<ControlPlane> {
+        super::node::add_node_address();
+        ControlPlane::start_with_env(&[
+            ("APISERVER_BIND", "0.0.0.0"),
+            ("APISERVER_ADVERTISE", super::node::NODE_IP),
+        ])
     }
 
     /// As [`ControlPlane::start`], with `--authorization-mode=RBAC`: Roles and ClusterRoles
     /// are enforced (the admin token stays in `system:masters`).
     pub fn start_rbac() -> Option<ControlPlane> {
-        ControlPlane::start_authorizing("RBAC")
+        ControlPlane::start_with_env(&[("AUTHORIZATION_MODE", "RBAC")])
     }
 
-    fn start_authorizing(mode: &str) -> Option<ControlPlane> {
+    fn start_with_env(env: &[(&str, &str)]) -> Option<ControlPlane> {
         let Some(tools) = ControlPlane::tools() else {
             eprintln!(
                 "\n!!! SKIPPED: ../shared/tools/olm-e2e absent; this test needs a real control plane !!!\n"
             );
             return None;
         };
-        let binaries = unpacked_binaries(&tools);
+        let binaries = unpacked_binaries(&tools.join("bin"));
         let mut failures = Vec::new();
         for _ in 0..STARTS {
             let dir = tempfile::Builder::new()
@@ -74,7 +85,7 @@ impl ControlPlane {
                 .env("ETCD_PORT", etcd.to_string())
                 .env("ETCD_PEER_PORT", peer.to_string())
                 .env("APISERVER_PORT", api.to_string())
-                .env("AUTHORIZATION_MODE", mode)
+                .envs(env.iter().copied())
                 .stdin(Stdio::null())
                 .output()
                 .expect("run control-plane.sh");
@@ -288,12 +299,7 @@ impl ControlPlane {
 
     /// A client with the admin's kubeconfig.
     pub async fn client(&self) -> kube::Client {
-        let _ = rustls::crypto::ring::default_provider().install_default();
-        let kubeconfig = kube::config::Kubeconfig::read_from(&self.kubeconfig).unwrap();
-        let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
-            .await
-            .unwrap();
-        kube::Client::try_from(config).unwrap()
+        client_of(&self.kubeconfig).await
     }
 }
 
@@ -307,6 +313,16 @@ impl Drop for ControlPlane {
                 .status();
         }
     }
+}
+
+/// A client with the credentials of `kubeconfig`.
+pub async fn client_of(kubeconfig: &Path) -> kube::Client {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let kubeconfig = kube::config::Kubeconfig::read_from(kubeconfig).unwrap();
+    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
+        .await
+        .unwrap();
+    kube::Client::try_from(config).unwrap()
 }
 
 /// Three ports free on 127.0.0.1 now, all different (the listeners are held until all three
@@ -332,11 +348,12 @@ fn logs(dir: &Path) -> String {
         .join("\n")
 }
 
-/// Every `bin/*.gz` of the tools, unpacked once into the target directory (keyed by the
-/// tools' SHA256SUMS, so new tools are unpacked anew): name and path.
-fn unpacked_binaries(tools: &Path) -> Vec<(String, PathBuf)> {
+/// Every compressed binary of a tools directory (`bin/*.gz`, `node-bin/*.xz`), unpacked once
+/// into the target directory (keyed by the directory's SHA256SUMS, so new tools are unpacked
+/// anew): name and path.
+pub(crate) fn unpacked_binaries(dir: &Path) -> Vec<(String, PathBuf)> {
     use sha2::Digest;
-    let sums = std::fs::read(tools.join("bin/SHA256SUMS")).unwrap_or_default();
+    let sums = std::fs::read(dir.join("SHA256SUMS")).unwrap_or_default();
     let key = sha2::Sha256::digest(&sums);
     let cache = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!(
         "olm-e2e-bin-{:x}",
@@ -344,21 +361,33 @@ fn unpacked_binaries(tools: &Path) -> Vec<(String, PathBuf)> {
     ));
     std::fs::create_dir_all(&cache).unwrap();
     let mut binaries = Vec::new();
-    let mut gz: Vec<PathBuf> = std::fs::read_dir(tools.join("bin"))
+    let mut packed: Vec<PathBuf> = std::fs::read_dir(dir)
         .unwrap()
         .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "gz"))
+        .filter(|p| p.extension().is_some_and(|e| e == "gz" || e == "xz"))
         .collect();
-    gz.sort();
-    for file in gz {
+    packed.sort();
+    for file in packed {
         let name = file.file_stem().unwrap().to_str().unwrap().to_owned();
         let target = cache.join(&name);
         if !target.exists() {
             // Unpacked under a name of its own and renamed into place: tests running at once
             // never see (or run) a half-written binary.
             let mut part = tempfile::NamedTempFile::new_in(&cache).unwrap();
-            let mut gz = flate2::read::GzDecoder::new(std::fs::File::open(&file).unwrap());
-            std::io::copy(&mut gz, &mut part).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+            if file.extension().is_some_and(|e| e == "gz") {
+                let mut gz = flate2::read::GzDecoder::new(std::fs::File::open(&file).unwrap());
+                std::io::copy(&mut gz, &mut part)
+                    .unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+            } else {
+                // Debian's xz-utils, which node.sh needs as well.
+                let status = Command::new("xz")
+                    .arg("-dc")
+                    .arg(&file)
+                    .stdout(part.reopen().unwrap())
+                    .status()
+                    .expect("xz (xz-utils)");
+                assert!(status.success(), "xz -dc {}", file.display());
+            }
             use std::os::unix::fs::PermissionsExt;
             std::fs::set_permissions(part.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
             part.persist(&target).unwrap();

@@ -3,6 +3,8 @@
 
 pub mod control_plane;
 pub mod kube;
+pub mod node;
+pub mod olm;
 pub mod olmv1;
 pub mod pki;
 pub mod prometheus;

@@ -158,42 +158,7 @@ impl TestRegistry {
             ),
         )
         .unwrap();
-        let mut child = Command::new("docker-registry")
-            .arg("serve")
-            .arg(&config)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect(
-                "docker-registry is not installed: run `bash scripts/test.sh`, which installs it",
-            );
-        let (tx, rx) = mpsc::channel();
-        let stderr = child.stderr.take().unwrap();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                if let Some(rest) = line.split("listening on ").nth(1) {
-                    let addr: String = rest
-                        .chars()
-                        .take_while(|c| !c.is_whitespace() && !matches!(c, '"' | ','))
-                        .collect();
-                    let _ = tx.send(addr);
-                }
-            }
-        });
-        // The access log (on stdout): `… "GET /v2/… HTTP/1.1" 200 …`, one line a request.
-        let requests = Arc::new(Mutex::new(Vec::new()));
-        let stdout = child.stdout.take().unwrap();
-        let log = requests.clone();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                if let Some(request) = line.split('"').nth(1) {
-                    log.lock().unwrap().push(request.to_owned());
-                }
-            }
-        });
-        let addr = rx
-            .recv_timeout(Duration::from_secs(30))
-            .expect("docker-registry did not start");
+        let (child, addr, requests) = spawn(&config);
         // The auth file names the registry by host:port.
         if let Some(auth) = &auth_file {
             let text = std::fs::read_to_string(auth)
@@ -222,6 +187,18 @@ impl TestRegistry {
         let _ = self.child.wait();
     }
 
+    /// Starts it again after [`Self::stop`], on the same address and storage.
+    pub fn restart(&mut self) {
+        let config = self.dir.path().join("config.yml");
+        let text = std::fs::read_to_string(&config)
+            .unwrap()
+            .replace("addr: 127.0.0.1:0", &format!("addr: {}", self.addr));
+        std::fs::write(&config, text).unwrap();
+        let (child, addr, requests) = spawn(&config);
+        assert_eq!(addr, self.addr, "docker-registry came back elsewhere");
+        (self.child, self.requests) = (child, requests);
+    }
+
     /// Runs docker-registry's offline garbage collector over this registry's storage: blobs
     /// no manifest names any more are removed (nothing is uploading meanwhile).
     pub fn garbage_collect(&self) {
@@ -240,6 +217,46 @@ impl TestRegistry {
             .join(hex)
             .join("data")
     }
+}
+
+/// Starts docker-registry with `config`: the child, the address it listens on, and the
+/// request lines of its access log as they come.
+fn spawn(config: &Path) -> (Child, String, Arc<Mutex<Vec<String>>>) {
+    let mut child = Command::new("docker-registry")
+        .arg("serve")
+        .arg(config)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("docker-registry is not installed: run `bash scripts/test.sh`, which installs it");
+    let (tx, rx) = mpsc::channel();
+    let stderr = child.stderr.take().unwrap();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if let Some(rest) = line.split("listening on ").nth(1) {
+                let addr: String = rest
+                    .chars()
+                    .take_while(|c| !c.is_whitespace() && !matches!(c, '"' | ','))
+                    .collect();
+                let _ = tx.send(addr);
+            }
+        }
+    });
+    // The access log (on stdout): `… "GET /v2/… HTTP/1.1" 200 …`, one line a request.
+    let requests = Arc::new(Mutex::new(Vec::new()));
+    let stdout = child.stdout.take().unwrap();
+    let log = requests.clone();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if let Some(request) = line.split('"').nth(1) {
+                log.lock().unwrap().push(request.to_owned());
+            }
+        }
+    });
+    let addr = rx
+        .recv_timeout(Duration::from_secs(30))
+        .expect("docker-registry did not start");
+    (child, addr, requests)
 }
 
 impl Drop for TestRegistry {

@@ -10,18 +10,18 @@
 mod catalogs;
 mod fbc;
 mod jobs;
-mod olm;
 mod packages;
 mod resolution;
-mod waits;
 
 use crate::common::control_plane::ControlPlane;
 use crate::common::kube::Kube;
+use crate::common::olm::{
+    OLM_PATIENCE as PATIENCE, Olm, olm_test, wait_for_catalog_state, wait_for_install_plan,
+};
 use crate::common::registry::TestRegistry;
 use crate::common::{Server, shared_testdata};
 use catalogs::E2eCatalogs;
 use jobs::JobRunner;
-use olm::Olm;
 use packages::PackageServer;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
@@ -30,9 +30,6 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 use tonic_health::pb::health_check_response::ServingStatus;
 
-/// How long any one thing OLM does may take before the test gives up (OLM's executor passes
-/// take ~12 s each here; an install needs two or three).
-const PATIENCE: Duration = Duration::from_secs(180);
 /// Where our servers listen inside the private network namespace.
 const E2E_ADDR: &str = "127.0.0.1:50051";
 const EXAMPLES_ADDR: &str = "127.0.0.1:50052";
@@ -44,35 +41,7 @@ const PACKAGESERVER: &str = "https://127.0.0.1:5443";
 
 #[test]
 fn olm_lists_installs_and_upgrades_from_our_server() {
-    let Some(tools) = ControlPlane::tools() else {
-        eprintln!("SKIPPED: ../shared/tools/olm-e2e is absent; OLM end-to-end test not run");
-        return;
-    };
-    enter_private_network();
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap()
-        .block_on(run(tools));
-}
-
-/// Moves this thread (and every process and thread it starts from now on) into a new network
-/// namespace with only loopback up. Namespaces belong to threads, and each test runs in its
-/// own process under nextest (its own thread under cargo test), so nothing else moves.
-fn enter_private_network() {
-    // SAFETY: unshare only changes this thread's namespace membership.
-    let rc = unsafe { libc::unshare(libc::CLONE_NEWNET) };
-    assert_eq!(
-        rc,
-        0,
-        "unshare(CLONE_NEWNET) failed ({}): the OLM end-to-end test needs root",
-        std::io::Error::last_os_error()
-    );
-    let status = Command::new("ip")
-        .args(["link", "set", "lo", "up"])
-        .status()
-        .expect("ip (iproute2)");
-    assert!(status.success(), "ip link set lo up");
+    olm_test("the OLM end-to-end test", run);
 }
 
 async fn run(tools: PathBuf) {
@@ -112,7 +81,7 @@ async fn run(tools: PathBuf) {
         create_catalog_source(&kube, name, addr).await;
     }
     for name in ["e2e", "examples", "community"] {
-        waits::wait_for_catalog_state(&kube, name, |s| s == "READY").await;
+        wait_for_catalog_state(&kube, "olm", name, |s| s == "READY").await;
     }
     let to_ready = serve_started.elapsed();
     let stopped_while_listing = sigterm_while_olm_lists(&kube, work.path()).await;
@@ -151,7 +120,10 @@ async fn run(tools: PathBuf) {
     // e. (first half) our resolution of that state, from the server OLM uses.
     let resolved_c = resolution::resolve(work.path(), state_c, E2E_ADDR);
     let jobs = JobRunner::new(&cp, work.path());
-    let first = waits::wait_for_install_plan(&kube, &jobs, "prometheusoperator.0.47.0").await;
+    let first = wait_for_install_plan(&kube, "e2e", "prometheusoperator.0.47.0", || {
+        jobs.run_pending(&kube)
+    })
+    .await;
     let to_installed = serve_started.elapsed();
     let mut installed = csv_names(&first);
     installed.sort();
@@ -208,14 +180,17 @@ async fn run(tools: PathBuf) {
     // d. Our server stops (SIGTERM) and comes back on the same address with a newer head:
     // OLM notices, reconnects, re-lists and upgrades, with no restart of its own.
     let stopped_in = stop_cleanly(&mut server).await;
-    waits::wait_for_catalog_state(&kube, "e2e", |s| s != "READY").await;
+    wait_for_catalog_state(&kube, "olm", "e2e", |s| s != "READY").await;
     let state_d = resolution::cluster_state(&kube).await;
     let restarted = Instant::now();
     let server2 = serve(&catalogs.v2, E2E_ADDR, &["--metrics-addr", METRICS_ADDR]);
-    waits::wait_for_catalog_state(&kube, "e2e", |s| s == "READY").await;
+    wait_for_catalog_state(&kube, "olm", "e2e", |s| s == "READY").await;
     // e. (second half) our resolution of the installed state, from the restarted server.
     let resolved_d = resolution::resolve(work.path(), state_d, E2E_ADDR);
-    let second = waits::wait_for_install_plan(&kube, &jobs, "prometheusoperator.0.56.3").await;
+    let second = wait_for_install_plan(&kube, "e2e", "prometheusoperator.0.56.3", || {
+        jobs.run_pending(&kube)
+    })
+    .await;
     kube.get("/apis/operators.coreos.com/v1alpha1/namespaces/e2e/clusterserviceversions/prometheusoperator.0.56.3")
         .await
         .expect("the upgraded CSV was not created");

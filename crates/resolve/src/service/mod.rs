@@ -59,6 +59,11 @@ impl Catalog {
         Catalog::new(Arc::new(content), None)
     }
 
+    /// The catalog's packages, channels and bundles.
+    pub fn content(&self) -> &DeclarativeConfig {
+        &self.content
+    }
+
     /// The content prepared for classic resolution, made on first use.
     pub(crate) fn prepared(&self) -> &PreparedCatalog {
         self.prepared

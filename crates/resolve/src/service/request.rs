@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use super::Error;
 use crate::classic::UpgradeStrategy;
 use crate::safety::ClusterFacts;
+use crate::v1::{LabelSelector, SelectorRequirement};
 use catalog::Gvk;
 
 #[derive(Clone, Debug, Deserialize)]
@@ -186,6 +187,24 @@ pub struct SelectorSpec {
     pub match_labels: BTreeMap<String, String>,
     #[serde(default)]
     pub match_expressions: Vec<ExpressionSpec>,
+}
+
+impl SelectorSpec {
+    /// The selector the v1 resolver matches catalog labels with.
+    pub fn to_selector(&self) -> LabelSelector {
+        LabelSelector {
+            match_labels: self.match_labels.clone(),
+            match_expressions: self
+                .match_expressions
+                .iter()
+                .map(|e| SelectorRequirement {
+                    key: e.key.clone(),
+                    operator: e.operator.clone(),
+                    values: e.values.clone(),
+                })
+                .collect(),
+        }
+    }
 }
 
 #[derive(Clone, Debug, Default, Deserialize)]

@@ -4,13 +4,12 @@ use std::collections::BTreeMap;
 
 use crate::safety::{self, ClusterCrd};
 use crate::v1::{
-    self, InstalledBundle, LabelSelector, NAME_LABEL, SelectorRequirement, UpgradePolicy,
-    V1Catalog, V1Request, V1Resolution,
+    self, InstalledBundle, NAME_LABEL, UpgradePolicy, V1Catalog, V1Request, V1Resolution,
 };
 use catalog::types::Property;
 use catalog::version_release::VersionRelease;
 
-use super::request::{Availability, ExtensionSpec, Policy, Request};
+use super::request::{Availability, ExtensionSpec, Policy, Request, SelectorSpec};
 use super::{
     Catalog, Chosen, Error, Loaded, MAX_PATH_STEPS, Mode, OpenShift, Outcome, Resolution, Step,
 };
@@ -275,18 +274,7 @@ fn v1_request(r: &ExtensionSpec) -> V1Request {
             Policy::CatalogProvided => UpgradePolicy::CatalogProvided,
             Policy::SelfCertified => UpgradePolicy::SelfCertified,
         },
-        selector: r.selector.as_ref().map(|s| LabelSelector {
-            match_labels: s.match_labels.clone(),
-            match_expressions: s
-                .match_expressions
-                .iter()
-                .map(|e| SelectorRequirement {
-                    key: e.key.clone(),
-                    operator: e.operator.clone(),
-                    values: e.values.clone(),
-                })
-                .collect(),
-        }),
+        selector: r.selector.as_ref().map(SelectorSpec::to_selector),
         installed: r.installed_bundle.as_ref().map(|b| InstalledBundle {
             name: b.name.clone(),
             version: b.version.clone(),

@@ -14,7 +14,7 @@ use catalog::version_release::{VersionRelease, best_first};
 pub use selector::{LabelSelector, SelectorRequirement};
 
 /// The label every catalog carries with its own name.
-pub(crate) const NAME_LABEL: &str = "olm.operatorframework.io/metadata.name";
+pub const NAME_LABEL: &str = "olm.operatorframework.io/metadata.name";
 
 #[derive(Clone, Debug)]
 pub struct V1Catalog<'a> {

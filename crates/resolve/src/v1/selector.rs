@@ -36,7 +36,7 @@ impl LabelSelector {
     }
 
     /// Whether `labels` satisfy every term; an empty selector selects everything.
-    pub(crate) fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
+    pub fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
         self.match_labels
             .iter()
             .all(|(k, v)| labels.get(k) == Some(v))

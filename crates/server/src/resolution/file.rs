@@ -6,14 +6,12 @@ use std::time::Duration;
 use super::load::{ImagePulls, Sources, load_catalogs, remote_catalog};
 use catalog::file::ReadLimits;
 use image::ClientOptions;
-use resolve::service::{Error, Outcome, Request, resolve_request};
+use resolve::service::{Error, Loaded, Outcome, Request, resolve_request};
 use source::{RemoteCatalogs, RemoteLimits};
 use unfinished::Unfinished;
 
 /// The resolution of the request in the file at `path`, images pulled with `images` and
-/// unpacked into directories on `unfinished`, catalog files read within `limits`. Catalog
-/// servers are read and images pulled on a runtime of one worker; the resolution runs
-/// outside it, where the manifests of catalog servers are fetched on demand.
+/// unpacked into directories on `unfinished`, catalog files read within `limits`.
 pub fn resolve_file(
     path: &Path,
     images: &ClientOptions,
@@ -21,6 +19,29 @@ pub fn resolve_file(
     limits: ReadLimits,
 ) -> Result<Outcome, Error> {
     let req = read_request(path).map_err(Error::InvalidRequest)?;
+    let base = path.parent().unwrap_or(Path::new("."));
+    let catalogs = load_request(&req, base, images, unfinished, limits)?;
+    resolve_request(&req, &catalogs.loaded)
+}
+
+/// A request's catalogs, loaded as `resolve` loads them, with the runtime their catalog
+/// servers were read on: the manifests of those servers are fetched on demand during the
+/// resolution, on this runtime, so it lives as long as the catalogs.
+pub struct LoadedCatalogs {
+    /// In the order of the request's catalogs.
+    pub loaded: Vec<Loaded>,
+    _runtime: tokio::runtime::Runtime,
+}
+
+/// Loads the catalogs of `req` (directories relative to `base`) on a runtime of one worker;
+/// the resolution runs outside it. Every catalog has a directory, image or address.
+pub fn load_request(
+    req: &Request,
+    base: &Path,
+    images: &ClientOptions,
+    unfinished: &Unfinished,
+    limits: ReadLimits,
+) -> Result<LoadedCatalogs, Error> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .enable_all()
@@ -28,7 +49,7 @@ pub fn resolve_file(
         .map_err(|e| Error::Internal(format!("starting the runtime: {e}")))?;
     let remote = RemoteCatalogs::new(Duration::MAX, RemoteLimits::default(), remote_catalog);
     let sources = Sources {
-        base: path.parent().unwrap_or(Path::new(".")),
+        base,
         images: Some(ImagePulls {
             options: images,
             unfinished,
@@ -36,10 +57,12 @@ pub fn resolve_file(
         remote: &remote,
         limits,
     };
-    // Every catalog has a directory, image or address (checked by read_request).
     let own = async || Err(Error::Internal("no catalog of a server here".into()));
-    let catalogs = runtime.block_on(load_catalogs(&req, &sources, own))?;
-    resolve_request(&req, &catalogs)
+    let loaded = runtime.block_on(load_catalogs(req, &sources, own))?;
+    Ok(LoadedCatalogs {
+        loaded,
+        _runtime: runtime,
+    })
 }
 
 /// JSON is YAML, so one parser reads both; its errors name the field path and line.

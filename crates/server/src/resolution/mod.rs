@@ -30,7 +30,7 @@ mod local;
 mod request;
 mod response;
 
-pub use file::resolve_file;
+pub use file::{LoadedCatalogs, load_request, resolve_file};
 
 use super::metrics::{Metrics, ResolutionOutcome};
 use super::serving::{ServedCatalog, bounded};

@@ -35,10 +35,9 @@ pub(super) fn append_encoded(bytes: &[u8], from: usize, to: usize, out: &mut Vec
     let (first, last) = (from / 4, to.div_ceil(4));
     let input = &bytes[first * 3..(last * 3).min(bytes.len())];
     let start = out.len();
-    let len = encoded_len(input.len());
-    out.resize(start + len, 0);
-    // The output is the slice given, which is exactly the encoding's length.
-    let _ = STANDARD.encode(input, Out::from_slice(&mut out[start..]));
+    // Written straight into `out`'s spare capacity: zeroing it first cost a third as much as
+    // the encoding itself (a profile of `/all`).
+    STANDARD.encode_append(input, out);
     let skip = from - first * 4;
     if skip > 0 {
         out.copy_within(start + skip.., start);
