@@ -10,12 +10,12 @@ mod v1;
 
 use crate::common::control_plane::ControlPlane;
 use crate::common::kube::{Kube, eventually};
-use crate::common::olm::{OLM_PATIENCE, Olm, enter_private_network, wait_for_catalog_state};
+use crate::common::olm::{OLM_PATIENCE, Olm, olm_test, wait_for_catalog_state};
 use crate::common::registry::TestRegistry;
 use crate::common::{BIN, Server};
 use catalogs::{down_bundles, gap_bundles, main_bundles, write};
 use serde_json::{Value, json};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -103,25 +103,12 @@ const SITUATIONS: &[Situation] = &[
 
 #[test]
 fn explain_names_what_keeps_subscriptions_stuck() {
-    if ControlPlane::tools().is_none() {
-        eprintln!("SKIPPED: ../shared/tools/olm-e2e is absent; explain end-to-end test not run");
-        return;
-    }
-    // SAFETY: set before any other thread of this test process exists (nextest runs each
-    // test in its own process); control-plane.sh reads it to enforce RBAC.
-    unsafe { std::env::set_var("AUTHORIZATION_MODE", "RBAC") };
-    enter_private_network();
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap()
-        .block_on(run());
+    olm_test("explain end-to-end test", run);
 }
 
-async fn run() {
+async fn run(tools: PathBuf) {
     let started = Instant::now();
-    let tools = ControlPlane::tools().unwrap();
-    let cp = ControlPlane::start().expect("the olm-e2e tools are present");
+    let cp = ControlPlane::start_rbac().expect("the olm-e2e tools are present");
     cp.apply_crds(&tools.join("crds"));
     let kube = Kube(cp.client().await);
     let namespaces = ["olm", "gap", "upgrade", "broken"]
