@@ -5,7 +5,8 @@
 # kubernetes-validate for the deploy/ files, graphql-core as a GraphQL client, podman and runc
 # to run the catalog image as a cluster would, iproute2 for the OLM end-to-end test's private
 # network, containerd and the rest of a real node for tests/it/olm_node),
-# builds once, and runs every test in parallel with cargo-nextest (plain `cargo test` where
+# builds once (and a static copy of the binary for OLM's bundle unpack Job in
+# tests/it/olm_node), and runs every test in parallel with cargo-nextest (plain `cargo test` where
 # nextest is absent), after a short run of every fuzz target (scripts/fuzz-smoke.sh). Extra
 # arguments go to the test runner.
 set -euo pipefail
@@ -64,6 +65,13 @@ fi
 
 # First, so that the test runner's summary is the last thing printed.
 bash scripts/fuzz-smoke.sh
+
+# A static build of the binary for tests/it/olm_node: OLM's bundle unpack Job copies it out of
+# our utility image as `cpb` and runs it in the bundle image, which has no loader or C library.
+# Only the final crate gets the flag (dependencies are reused); the test build below then links
+# the normal binary anew.
+cargo rustc --bin olm-registry -- -C target-feature=+crt-static
+cp target/debug/olm-registry target/olm-registry-static
 
 if cargo nextest --version >/dev/null 2>&1; then
   cargo nextest run --workspace --no-fail-fast "$@"

@@ -31,9 +31,10 @@ enum BuildKind {
     /// image that serves it by itself, as opm's catalog images do.
     #[command(
         after_help = "With --server the image holds, beside /configs: the server binary at /bin/opm \
-            (also answering as /bin/grpc_health_probe, /bin/olm-registry, and /bin/copy-content and \
-            /bin/cp, so that the image can be OLM's --util-image for extractContent; no cp on a base \
-            image), with the dynamic loader \
+            (also answering as /bin/grpc_health_probe, /bin/olm-registry, and /bin/copy-content, \
+            /bin/cpb and /bin/cp, so that the image can be OLM's --util-image for extractContent and \
+            bundle unpack Jobs, whose cpb runs in the bundle image and so must be a static build; \
+            no cp on a base image), with the dynamic loader \
             and shared libraries it needs and the CA bundle copied from this machine (no libraries \
             for a static build); the \
             index pre-built at /tmp/cache (what `serve --cache-dir --cache-only` writes), so that it \

@@ -3,8 +3,10 @@
 //! `grpcPodConfig.extractContent`, OLM v0.31.0's catalog operator gives the registry pod an
 //! init container running `cp /bin/copy-content /utilities/copy-content` in the utility image,
 //! then one running `/utilities/copy-content --catalog.from=DIR --catalog.to=DIR
-//! --cache.from=DIR --cache.to=DIR` in the catalog image. `main` dispatches here when invoked
-//! as `cp` or `copy-content`.
+//! --cache.from=DIR --cache.to=DIR` in the catalog image. For a bundle with an image, its
+//! bundle unpack Job runs `/bin/cp -Rv /bin/cpb /util/cpb` in the utility image, then
+//! `/util/cpb /bundle` in the bundle image (usually built on nothing: the binary must then be
+//! static to run there). `main` dispatches here when invoked as `cp`, `copy-content` or `cpb`.
 
 /// `cp [-R|-r] [-v] [-f] SOURCE... DEST`: each source (a symbolic link named on the command
 /// line is followed) copied to DEST, or into it when DEST is a directory; a directory only
@@ -109,6 +111,44 @@ pub fn copy_content(args: &[String]) -> i32 {
     0
 }
 
+/// `cpb [DEST]` (DEST `./bundle` when absent), run in a bundle image: copies
+/// `metadata/annotations.yaml` (below the working directory, the image root in a pod) to
+/// `DEST/metadata/annotations.yaml`, and the content of the manifests directory it names
+/// (`operators.operatorframework.io.bundle.manifests.v1`, `manifests/` when unset) into
+/// `DEST/manifests`: what `opm alpha bundle extract -m DEST/` then reads. OLM's tool walks the
+/// whole file system for the annotations file; every bundle image has it at this place.
+pub fn cpb(args: &[String]) -> i32 {
+    if args.len() > 1 || args.first().is_some_and(|a| a.starts_with('-')) {
+        return usage("usage: cpb [DEST]");
+    }
+    let dest = std::path::PathBuf::from(args.first().map_or("./bundle", String::as_str));
+    match copy_bundle(std::path::Path::new("metadata/annotations.yaml"), &dest) {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("cpb: {e}");
+            1
+        }
+    }
+}
+
+fn copy_bundle(annotations: &std::path::Path, dest: &std::path::Path) -> Result<(), String> {
+    let named = |p: &std::path::Path, e: &dyn std::fmt::Display| format!("{}: {e}", p.display());
+    let text = std::fs::read_to_string(annotations).map_err(|e| named(annotations, &e))?;
+    let file: serde_yaml::Value =
+        serde_yaml::from_str(&text).map_err(|e| named(annotations, &e))?;
+    let Some(map) = file.get("annotations").filter(|a| a.is_mapping()) else {
+        return Err(named(annotations, &"no annotations mapping"));
+    };
+    let manifests = map
+        .get("operators.operatorframework.io.bundle.manifests.v1")
+        .and_then(serde_yaml::Value::as_str)
+        .unwrap_or("manifests/");
+    let metadata = dest.join("metadata");
+    std::fs::create_dir_all(&metadata).map_err(|e| named(&metadata, &e))?;
+    copy_followed(annotations, &metadata.join("annotations.yaml"))?;
+    copy_followed(std::path::Path::new(manifests), &dest.join("manifests"))
+}
+
 fn usage(message: &str) -> i32 {
     eprintln!("{message}");
     1
@@ -200,6 +240,47 @@ mod tests {
         assert_eq!(copy_content(&absent), 1);
         assert!(!d.path().join("to").exists());
         assert_eq!(copy_content(&strings(&["--bogus=1"])), 1);
+    }
+
+    #[test]
+    fn cpb_copies_the_annotations_and_the_manifests_they_name() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(d.path().join("metadata")).unwrap();
+        std::fs::create_dir_all(d.path().join("deploy/crds")).unwrap();
+        std::fs::create_dir_all(d.path().join("manifests")).unwrap();
+        let dest = d.path().join("out");
+        let at = |rel: &str| d.path().join(rel);
+        // In a pod the directory is relative to the image root; absolute here.
+        let manifests = at("deploy/");
+        let file = format!(
+            "annotations:\n  operators.operatorframework.io.bundle.manifests.v1: {}\n",
+            manifests.display()
+        );
+        std::fs::write(at("metadata/annotations.yaml"), &file).unwrap();
+        std::fs::write(at("metadata/properties.yaml"), "{}").unwrap();
+        std::fs::write(at("deploy/csv.yaml"), "kind: CSV").unwrap();
+        std::fs::write(at("deploy/crds/crd.yaml"), "kind: CRD").unwrap();
+        std::fs::write(at("manifests/other.yaml"), "no").unwrap();
+        copy_bundle(&at("metadata/annotations.yaml"), &dest).unwrap();
+        let read = |rel: &str| std::fs::read_to_string(dest.join(rel)).unwrap();
+        assert_eq!(read("metadata/annotations.yaml"), file);
+        assert_eq!(read("manifests/csv.yaml"), "kind: CSV");
+        assert_eq!(read("manifests/crds/crd.yaml"), "kind: CRD");
+        assert!(!dest.join("manifests/other.yaml").exists());
+        assert!(!dest.join("metadata/properties.yaml").exists());
+        // No annotations file, a file that is not YAML, two destinations: exit 1.
+        assert!(
+            copy_bundle(&at("nowhere.yaml"), &dest)
+                .unwrap_err()
+                .contains("nowhere.yaml")
+        );
+        std::fs::write(at("bad.yaml"), "annotations: [").unwrap();
+        assert!(
+            copy_bundle(&at("bad.yaml"), &dest)
+                .unwrap_err()
+                .contains("bad.yaml")
+        );
+        assert_eq!(cpb(&strings(&["a", "b"])), 1);
     }
 
     #[test]

@@ -118,6 +118,7 @@ pub fn main() -> i32 {
         Some(probe::PROGRAM) => return probe::run(&args[1..]),
         Some("copy-content") => return copy::copy_content(&args[1..]),
         Some("cp") => return copy::cp(&args[1..]),
+        Some("cpb") => return copy::cpb(&args[1..]),
         _ => {}
     }
     // Under any other name (`opm` included: OLM's bundle unpack Job runs

@@ -480,6 +480,7 @@ fn the_catalog_image_holds_the_server_the_catalog_and_its_index() {
         "bin/grpc_health_probe",
         "bin/olm-registry",
         "bin/copy-content",
+        "bin/cpb",
         "bin/cp",
     ] {
         assert_eq!(server[link], ('2', 0o777, b"opm".to_vec()));

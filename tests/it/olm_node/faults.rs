@@ -9,7 +9,6 @@ use super::{
 };
 use crate::common::kube::{Kube, eventually};
 use crate::common::olm::{OLM_PATIENCE, olm_test, wait_for_catalog_state};
-use crate::common::run;
 use serde_json::{Value, json};
 use std::path::PathBuf;
 use std::time::Instant;
@@ -32,17 +31,7 @@ async fn faults(tools: PathBuf) {
     package_manifest(&token, "good", "node-op.v1.0.0").await;
 
     // a. Not a catalog image: the bundle image of node-op 1.0.0 (no command to run).
-    let bundle = format!("{}/e2e/node-op-bundle:v1.0.0", cluster.catalog.registry());
-    let dir = cluster.catalog.bundle_dir("1.0.0");
-    let (code, _, err) = run(&[
-        "--use-http",
-        "build",
-        "bundle",
-        dir.to_str().unwrap(),
-        "--tag",
-        &bundle,
-    ]);
-    assert_eq!(code, 0, "{err}");
+    let bundle = cluster.catalog.push_bundle("node-op", "1.0.0");
     create_catalog_source(kube, "bundle", &bundle, json!({}), Value::Null).await;
     let reason = eventually(
         "the bundle CatalogSource's pod failing",

@@ -15,7 +15,7 @@ use crate::common::olm::{
     wait_for_install_plan,
 };
 use crate::common::registry::TestRegistry;
-use catalog::NodeCatalog;
+use catalog::{NodeCatalog, UNPACK};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -39,7 +39,7 @@ async fn run(tools: PathBuf) {
     let catalog = &cluster.catalog;
     let pushed = Instant::now();
     let v1 = catalog.push(1);
-    catalog.push_as(1, &catalog.tools_tag());
+    catalog.push_tools();
     eprintln!("catalog built and pushed in {:?}", pushed.elapsed());
 
     // a. OLM's registry pod, Service and READY through the Service's name.
@@ -75,6 +75,19 @@ async fn run(tools: PathBuf) {
     wait_for_csv_succeeded(kube, "node-op.v1.0.0").await;
     let to_csv = subscribed.elapsed();
 
+    // c'. node-unpack's bundle is an image: OLM's own unpack Job runs on the node, from our
+    // tools image and the bundle image, and fills the ConfigMap OLM installs from.
+    let subscribed = Instant::now();
+    subscribe(kube, UNPACK, "stable", "node").await;
+    let job = wait_for_unpack_job(kube, &catalog.unpack_image()).await;
+    let to_job = subscribed.elapsed();
+    check_unpack_job(&job, &catalog.tools_tag(), &catalog.unpack_image());
+    check_unpacked_config_map(kube, job["metadata"]["name"].as_str().unwrap()).await;
+    let csv = format!("{UNPACK}.v1.0.0");
+    wait_for_install_plan(kube, "e2e", &csv, || async {}).await;
+    wait_for_csv_succeeded(kube, &csv).await;
+    let unpacked_csv = subscribed.elapsed();
+
     // d. A new head under the same tag: OLM's poll finds the new digest, starts a new pod,
     // swaps, and the Subscription upgrades.
     let pushed = Instant::now();
@@ -103,7 +116,8 @@ async fn run(tools: PathBuf) {
     eprintln!(
         "FIGURES: CatalogSource create -> registry pod Ready {to_pod_ready:?}; -> READY \
          {to_ready:?}; -> PackageManifest listed {to_listed:?}; Subscription -> InstallPlan \
-         Complete {to_plan:?}; -> CSV Succeeded {to_csv:?}; poll ({POLL_INTERVAL}): push \
+         Complete {to_plan:?}; -> CSV Succeeded {to_csv:?}; bundle image: Subscription -> \
+         unpack Job Complete {to_job:?}; -> CSV Succeeded {unpacked_csv:?}; poll ({POLL_INTERVAL}): push \
          ({push_took:?}) -> new registry pod Ready {to_new_pod:?}; -> new CSV Succeeded \
          {to_new_csv:?}; extractContent: create -> READY {extracted_ready:?}; -> PackageManifest \
          listed {extracted_listed:?}; whole test {:?}",
@@ -250,6 +264,88 @@ fn catalog_image_id(pod: &Value) -> &str {
         _ => &status["containerStatuses"][0],
     };
     container["imageID"].as_str().unwrap_or_default()
+}
+
+/// Waits until OLM's unpack Job of bundle image `bundle` (in olm, the CatalogSource's
+/// namespace) is Complete, failing at once if it Failed; returns the Job.
+async fn wait_for_unpack_job(kube: &Kube, bundle: &str) -> Value {
+    let jobs = "/apis/batch/v1/namespaces/olm/jobs";
+    eventually(
+        &format!("OLM's unpack Job of {bundle} Complete"),
+        OLM_PATIENCE,
+        || async {
+            let job =
+                kube.list(jobs).await.into_iter().find(|j| {
+                    j["spec"]["template"]["spec"]["initContainers"][1]["image"] == bundle
+                })?;
+            let condition = |kind: &str| {
+                job["status"]["conditions"].as_array().is_some_and(|cs| {
+                    cs.iter()
+                        .any(|c| c["type"] == kind && c["status"] == "True")
+                })
+            };
+            if condition("Failed") {
+                let pods = kube.list("/api/v1/namespaces/olm/pods").await;
+                panic!("the unpack Job failed: {job:#}\npods: {pods:#?}");
+            }
+            condition("Complete").then_some(job)
+        },
+    )
+    .await
+}
+
+/// The unpack Job is OLM's, run from our images only: the tools image copies `cpb` out
+/// (`cp`), the bundle image runs it, and the tools image's `opm alpha bundle extract` writes
+/// the ConfigMap named like the Job.
+fn check_unpack_job(job: &Value, tools: &str, bundle: &str) {
+    let spec = &job["spec"]["template"]["spec"];
+    let init = &spec["initContainers"];
+    assert_eq!(init[0]["image"], tools, "{job:#}");
+    assert_eq!(
+        init[0]["command"],
+        json!(["/bin/cp", "-Rv", "/bin/cpb", "/util/cpb"]),
+        "{job:#}"
+    );
+    assert_eq!(init[1]["image"], bundle, "{job:#}");
+    assert_eq!(
+        init[1]["command"],
+        json!(["/util/cpb", "/bundle"]),
+        "{job:#}"
+    );
+    let extract = &spec["containers"][0];
+    assert_eq!(extract["image"], tools, "{job:#}");
+    let name = job["metadata"]["name"].as_str().unwrap();
+    assert_eq!(
+        extract["command"],
+        json!([
+            "opm", "alpha", "bundle", "extract", "-m", "/bundle/", "-n", "olm", "-c", name, "-z"
+        ]),
+        "{job:#}"
+    );
+    assert_eq!(job["status"]["succeeded"], 1, "{job:#}");
+}
+
+/// ConfigMap olm/`name`, as the Job's extract container left it: the bundle's annotations
+/// and its one manifest, gzipped.
+async fn check_unpacked_config_map(kube: &Kube, name: &str) {
+    let cm = kube
+        .get(&format!("/api/v1/namespaces/olm/configmaps/{name}"))
+        .await
+        .unwrap_or_else(|| panic!("no ConfigMap olm/{name}"));
+    let annotations = &cm["metadata"]["annotations"];
+    assert_eq!(
+        annotations["operators.operatorframework.io.bundle.package.v1"], UNPACK,
+        "{cm:#}"
+    );
+    let keys: Vec<&String> = cm["binaryData"]
+        .as_object()
+        .map(|m| m.keys().collect())
+        .unwrap_or_default();
+    assert_eq!(
+        keys,
+        [&format!("{UNPACK}.clusterserviceversion.yaml")],
+        "{cm:#}"
+    );
 }
 
 /// With extractContent, OLM's pod runs our tools image twice: `cp` of `copy-content` in the
