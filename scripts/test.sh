@@ -27,14 +27,13 @@ command -v curl >/dev/null || missing+=(curl)
 # tests/it/olm_e2e: `ip link set lo up` in the test's own network namespace.
 command -v ip >/dev/null || missing+=(iproute2)
 # tests/it/common/node.rs (node.sh of ../shared/tools/olm-e2e): containerd with runc, a bridge
-# CNI, a sandbox image made from busybox, kube-proxy's iptables and conntrack, xz for the
-# node's binaries.
+# CNI, a sandbox image made from busybox, kube-proxy's iptables and conntrack (xz for the
+# node's binaries is listed above).
 command -v containerd >/dev/null || missing+=(containerd)
 [ -x /usr/lib/cni/bridge ] || missing+=(containernetworking-plugins)
 [ -x /bin/busybox ] || missing+=(busybox-static)
 command -v iptables >/dev/null || missing+=(iptables)
 command -v conntrack >/dev/null || missing+=(conntrack)
-command -v xz >/dev/null || missing+=(xz-utils)
 # tests/it/container.rs: podman runs the catalog image with runc (crun refuses hybrid cgroup
 # layouts); the rest is what podman uses for rootless runs and overlay storage without kernel
 # support, installed too so that a developer who is not root can run the same test.

@@ -194,7 +194,7 @@ pub(crate) fn olm_test<F: Future<Output = ()>>(what: &str, test: impl FnOnce(Pat
 /// Moves this thread (and every process and thread it starts from now on) into a new network
 /// namespace with only loopback up. Namespaces belong to threads, and each test runs in its
 /// own process under nextest (its own thread under cargo test), so nothing else moves.
-pub(crate) fn enter_private_network() {
+fn enter_private_network() {
     // SAFETY: unshare only changes this thread's namespace membership.
     let rc = unsafe { libc::unshare(libc::CLONE_NEWNET) };
     assert_eq!(
