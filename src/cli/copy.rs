@@ -132,21 +132,24 @@ pub fn cpb(args: &[String]) -> i32 {
 }
 
 fn copy_bundle(annotations: &std::path::Path, dest: &std::path::Path) -> Result<(), String> {
-    let named = |p: &std::path::Path, e: &dyn std::fmt::Display| format!("{}: {e}", p.display());
-    let text = std::fs::read_to_string(annotations).map_err(|e| named(annotations, &e))?;
-    let file: serde_yaml::Value =
-        serde_yaml::from_str(&text).map_err(|e| named(annotations, &e))?;
+    let text = std::fs::read_to_string(annotations).map_err(|e| named(annotations, e))?;
+    let file: serde_yaml::Value = serde_yaml::from_str(&text).map_err(|e| named(annotations, e))?;
     let Some(map) = file.get("annotations").filter(|a| a.is_mapping()) else {
-        return Err(named(annotations, &"no annotations mapping"));
+        return Err(named(annotations, "no annotations mapping"));
     };
     let manifests = map
         .get("operators.operatorframework.io.bundle.manifests.v1")
         .and_then(serde_yaml::Value::as_str)
         .unwrap_or("manifests/");
     let metadata = dest.join("metadata");
-    std::fs::create_dir_all(&metadata).map_err(|e| named(&metadata, &e))?;
+    std::fs::create_dir_all(&metadata).map_err(|e| named(&metadata, e))?;
     copy_followed(annotations, &metadata.join("annotations.yaml"))?;
     copy_followed(std::path::Path::new(manifests), &dest.join("manifests"))
+}
+
+/// A failure's message, naming the file it is about.
+fn named(path: &std::path::Path, e: impl std::fmt::Display) -> String {
+    format!("{}: {e}", path.display())
 }
 
 fn usage(message: &str) -> i32 {
@@ -157,7 +160,6 @@ fn usage(message: &str) -> i32 {
 /// Copies `from` (followed if it is a link) to `to`: a file with its permission bits, or a
 /// directory tree whose links are copied as links.
 fn copy_followed(from: &std::path::Path, to: &std::path::Path) -> Result<(), String> {
-    let named = |p: &std::path::Path, e: std::io::Error| format!("{}: {e}", p.display());
     let meta = std::fs::metadata(from).map_err(|e| named(from, e))?;
     if !meta.is_dir() {
         // fs::copy copies the permission bits too.

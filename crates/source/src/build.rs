@@ -46,8 +46,9 @@ pub const CONFIGS_DIR: &str = "/configs";
 pub const CACHE_DIR: &str = "/tmp/cache";
 /// The names the server binary also answers to, linked beside it: the probe OLM's registry
 /// pods run, and the tools OLM's utility image provides for `grpcPodConfig.extractContent`
-/// and for the bundle unpack Job, so that a server image can be OLM's `--util-image` too. An image built on nothing also links
-/// `cp` (the utility image's init container runs it); one on a base keeps the base's.
+/// and for the bundle unpack Job, so that a server image can be OLM's `--util-image` too. An
+/// image built on nothing also links `cp` (the utility image's init container runs it); one
+/// on a base keeps the base's.
 const SERVER_NAMES: [&str; 4] = ["grpc_health_probe", "olm-registry", "copy-content", "cpb"];
 /// The user opm's images run as when the pod does not say: not root.
 pub const SERVER_USER: &str = "1001";
