@@ -168,17 +168,32 @@ async fn run(tools: PathBuf) {
         json!({"targetNamespaces": ["two-owners"]}),
     )
     .await;
-    subscription(&kube, "two-owners", "alpha", json!({})).await;
+    // Manual, so that the test approves a plan only once OLM has settled on it (see
+    // `settled_plan`).
+    let manual = json!({"installPlanApproval": "Manual"});
+    subscription(&kube, "two-owners", "alpha", manual.clone()).await;
+    operator_group(&kube, "upgrade", json!({"targetNamespaces": ["upgrade"]})).await;
+    subscription(
+        &kube,
+        "upgrade",
+        "upgrader",
+        json!({"startingCSV": "upgrader.v1.0.0", "installPlanApproval": "Manual"}),
+    )
+    .await;
     operator_group(&kube, "gap", json!({"targetNamespaces": ["gap"]})).await;
     subscription(
         &kube,
         "gap",
         "gappy",
-        json!({"source": "gap", "sourceNamespace": "gap"}),
+        json!({"source": "gap", "sourceNamespace": "gap", "installPlanApproval": "Manual"}),
     )
     .await;
-    installed(&kube, "two-owners", "alpha", "alpha.v1.0.0").await;
-    installed(&kube, "gap", "gappy", "gappy.v1.0.0").await;
+    install(&kube, "two-owners", "alpha", "alpha.v1.0.0").await;
+    install(&kube, "gap", "gappy", "gappy.v1.0.0").await;
+    let kubeconfig = cp.kubeconfig.to_str().unwrap().to_owned();
+    // Before the stuck namespaces exist: OLM re-resolves those in a loop, which slows every
+    // resolution and widens a race of its own (see `approve_when_referenced`).
+    upgrade_waits_for_approval(&kube, &kubeconfig).await;
     kube.merge_patch(
         &format!("{SUBS}/gap/catalogsources/gap"),
         json!({"spec": {"address": GAP_V2_ADDR}}),
@@ -191,7 +206,6 @@ async fn run(tools: PathBuf) {
         ("channel", json!({"targetNamespaces": ["channel"]})),
         ("modes", json!({})),
         ("starting", json!({"targetNamespaces": ["starting"]})),
-        ("upgrade", json!({"targetNamespaces": ["upgrade"]})),
     ] {
         operator_group(&kube, ns, targets).await;
     }
@@ -208,13 +222,6 @@ async fn run(tools: PathBuf) {
     )
     .await;
     subscription(&kube, "no-og", "chan", json!({})).await;
-    subscription(
-        &kube,
-        "upgrade",
-        "upgrader",
-        json!({"startingCSV": "upgrader.v1.0.0", "installPlanApproval": "Manual"}),
-    )
-    .await;
 
     // What OLM says, once it has said it.
     let mut seen = Vec::new();
@@ -222,7 +229,6 @@ async fn run(tools: PathBuf) {
         let said = olm_says(&kube, s).await;
         seen.push((s, said));
     }
-    let kubeconfig = cp.kubeconfig.to_str().unwrap().to_owned();
     let mut one_namespace = Duration::ZERO;
     let mut one_calls = 0;
     for (s, said) in &seen {
@@ -263,19 +269,6 @@ async fn run(tools: PathBuf) {
         one_calls = report["apiCalls"].as_u64().unwrap();
     }
 
-    // An install waiting for approval, then the upgrade after it: explain's InstallPlan is
-    // the one OLM makes.
-    let first = waiting_plan(&kube, "upgrade", "upgrader.v1.0.0").await;
-    let predicted = predicted_plan(&kubeconfig);
-    assert_eq!(predicted, ["upgrader.v1.0.0"]);
-    assert_eq!(plan_csvs(&first), predicted);
-    approve(&kube, &first).await;
-    installed(&kube, "upgrade", "upgrader", "upgrader.v1.0.0").await;
-    let predicted = predicted_plan(&kubeconfig);
-    let second = waiting_plan(&kube, "upgrade", "upgrader.v2.0.0").await;
-    assert_eq!(predicted, ["upgrader.v2.0.0"]);
-    assert_eq!(plan_csvs(&second), predicted);
-
     // Every namespace at once.
     let (code, all, all_took) = explain(&kubeconfig, &["-A"]);
     assert_eq!(code, 1, "{all:#}");
@@ -312,6 +305,21 @@ async fn run(tools: PathBuf) {
         started.elapsed()
     );
     drop(olm);
+}
+
+/// An install waiting for approval, then the upgrade after it: explain's InstallPlan is the
+/// one OLM makes.
+async fn upgrade_waits_for_approval(kube: &Kube, kubeconfig: &str) {
+    let first = settled_plan(kube, "upgrade", "upgrader", "upgrader.v1.0.0").await;
+    let predicted = predicted_plan(kubeconfig);
+    assert_eq!(predicted, ["upgrader.v1.0.0"]);
+    assert_eq!(plan_csvs(&first), predicted);
+    approve(kube, &first).await;
+    installed(kube, "upgrade", "upgrader", "upgrader.v1.0.0").await;
+    let predicted = predicted_plan(kubeconfig);
+    let second = waiting_plan(kube, "upgrade", "upgrader.v2.0.0").await;
+    assert_eq!(predicted, ["upgrader.v2.0.0"]);
+    assert_eq!(plan_csvs(&second), predicted);
 }
 
 /// Runs `explain -o json` with `args`: exit code, report, time taken.
@@ -542,6 +550,57 @@ async fn waiting_plan(kube: &Kube, ns: &str, csv: &str) -> Value {
     .await
 }
 
+/// How long a Subscription must stay as it is before the test approves the plan it points
+/// at (see [`settled_plan`]).
+const SETTLED: Duration = Duration::from_secs(5);
+
+/// The InstallPlan for `csv` that Subscription `sub` of `ns` points at and that waits for
+/// approval, once the Subscription has not changed for [`SETTLED`].
+///
+/// Why wait: OLM v0.31.0 writes a resolution's copy of a Subscription's status back whole, and
+/// a resolution that read its cache just before the plan was made drops the plan's reference
+/// (OLM then makes a new plan and points at that). A plan executed in between leaves a CSV no
+/// Subscription claims, and every later resolution of the namespace fails ("exists and is not
+/// referenced by a subscription"), for good; seen in CI. A user approves the plan the
+/// Subscription shows; the pause lets a resolution already under way finish first.
+async fn settled_plan(kube: &Kube, ns: &str, sub: &str, csv: &str) -> Value {
+    let sub_path = format!("{SUBS}/{ns}/subscriptions/{sub}");
+    // The Subscription's resourceVersion when it last pointed at a waiting plan, and since when.
+    let seen = std::cell::RefCell::new(None::<(Value, Instant)>);
+    eventually(
+        &format!("Subscription {ns}/{sub} settled on an InstallPlan for {csv}"),
+        OLM_PATIENCE,
+        || async {
+            let subscription = kube.get(&sub_path).await?;
+            let status = &subscription["status"];
+            let plan = match status["installPlanRef"]["name"].as_str() {
+                Some(name) if status["state"] == "UpgradePending" => {
+                    kube.get(&format!("{SUBS}/{ns}/installplans/{name}")).await
+                }
+                _ => None,
+            }
+            .filter(|p| {
+                p["status"]["phase"] == "RequiresApproval" && plan_csvs(p).iter().any(|c| c == csv)
+            });
+            let Some(plan) = plan else {
+                *seen.borrow_mut() = None;
+                return None;
+            };
+            let version = subscription["metadata"]["resourceVersion"].clone();
+            let mut seen = seen.borrow_mut();
+            match &*seen {
+                Some((v, since)) if *v == version && since.elapsed() >= SETTLED => Some(plan),
+                Some((v, _)) if *v == version => None,
+                _ => {
+                    *seen = Some((version, Instant::now()));
+                    None
+                }
+            }
+        },
+    )
+    .await
+}
+
 async fn approve(kube: &Kube, plan: &Value) {
     let path = format!(
         "{SUBS}/{}/installplans/{}",
@@ -550,6 +609,13 @@ async fn approve(kube: &Kube, plan: &Value) {
     );
     kube.merge_patch(&path, json!({"spec": {"approved": true}}))
         .await;
+}
+
+/// Subscription `sub` of `ns` (approval Manual) installs `csv`: its plan approved once settled.
+async fn install(kube: &Kube, ns: &str, sub: &str, csv: &str) {
+    let plan = settled_plan(kube, ns, sub, csv).await;
+    approve(kube, &plan).await;
+    installed(kube, ns, sub, csv).await;
 }
 
 fn plan_csvs(plan: &Value) -> Vec<String> {
