@@ -234,17 +234,28 @@ fn why_none(
         }
     }
     if !channels_found {
+        // What the user may write instead.
+        let mut there: Vec<String> = with_package
+            .iter()
+            .flat_map(|(_, content)| content.channels(package))
+            .map(|ch| ch.name.clone())
+            .collect();
+        there.sort();
+        there.dedup();
         return Finding::stuck(
             CauseKind::ChannelGone,
             format!(
                 "package {package} has none of the channels {}",
                 spec.channels.join(", ")
             ),
-            vec![format!(
-                "ClusterExtension {} asks for channels {} of package {package}, which the selected catalogs do not have",
-                spec.name,
-                spec.channels.join(", ")
-            )],
+            vec![
+                format!(
+                    "ClusterExtension {} asks for channels {} of package {package}, which the selected catalogs do not have",
+                    spec.name,
+                    spec.channels.join(", ")
+                ),
+                format!("the channels there: {}", there.join(", ")),
+            ],
         );
     }
     versions.sort_by(|a, b| b.1.cmp(&a.1));
@@ -396,6 +407,7 @@ mod tests {
         assert_eq!(f.cause, Some(CauseKind::PackageGone));
         let f = why(json!({"name": "e", "packageName": "p", "channels": ["beta"]}));
         assert_eq!(f.cause, Some(CauseKind::ChannelGone));
+        assert_eq!(f.facts[1], "the channels there: fast, stable");
         let f = why(
             json!({"name": "e", "packageName": "p", "channels": ["stable"], "version": ">=2.0.0"}),
         );

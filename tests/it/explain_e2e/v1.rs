@@ -1,7 +1,7 @@
 //! `explain clusterextension NAME` against OLM v1 (`common::olmv1`: operator-controller with our
-//! catalogd): a version range no bundle has, a selector that excludes every ClusterCatalog,
-//! each with operator-controller's own message recorded beside ours; and an install whose bundle
-//! explain predicts before operator-controller installs it.
+//! catalogd): a version range no bundle has, a channel the package lacks, a selector that
+//! excludes every ClusterCatalog, each with operator-controller's own message recorded beside
+//! ours; and an install whose bundle explain predicts before operator-controller installs it.
 use crate::common::BIN;
 use crate::common::olmv1::{CATALOGS, OlmV1, condition};
 use crate::common::shared_testdata;
@@ -58,6 +58,12 @@ async fn explain_names_what_keeps_cluster_extensions_stuck() {
             json!({"packageName": "etcd", "version": ">=1.0.0"}),
             "versionRange",
             "the versions there: 0.9.4-clusterwide",
+        ),
+        (
+            "channeled",
+            json!({"packageName": "etcd", "channels": ["stable"]}),
+            "channelGone",
+            "the channels there: clusterwide-alpha",
         ),
         (
             "selected",
