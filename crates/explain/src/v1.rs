@@ -178,29 +178,7 @@ fn why_none(
 ) -> Finding {
     let package = spec.package_name.as_str();
     if selected.is_empty() {
-        let listed: Vec<String> = all
-            .iter()
-            .map(|c| {
-                let labels: Vec<String> =
-                    c.labels.iter().map(|(k, v)| format!("{k}={v}")).collect();
-                format!("{} ({})", c.name, labels.join(", "))
-            })
-            .collect();
-        return Finding::stuck(
-            CauseKind::SelectorExcludesAll,
-            "its catalog selector matches no ClusterCatalog".to_owned(),
-            vec![
-                format!(
-                    "ClusterExtension {} selects catalogs by {}",
-                    spec.name,
-                    selector_text(spec)
-                ),
-                format!(
-                    "no ClusterCatalog has those labels; the catalogs: {}",
-                    listed.join("; ")
-                ),
-            ],
-        );
+        return selector_excludes_all(spec, all);
     }
     let with_package: Vec<&(&ClusterCatalog, Content<'_>)> = contents
         .iter()
@@ -234,29 +212,7 @@ fn why_none(
         }
     }
     if !channels_found {
-        // What the user may write instead.
-        let mut there: Vec<String> = with_package
-            .iter()
-            .flat_map(|(_, content)| content.channels(package))
-            .map(|ch| ch.name.clone())
-            .collect();
-        there.sort();
-        there.dedup();
-        return Finding::stuck(
-            CauseKind::ChannelGone,
-            format!(
-                "package {package} has none of the channels {}",
-                spec.channels.join(", ")
-            ),
-            vec![
-                format!(
-                    "ClusterExtension {} asks for channels {} of package {package}, which the selected catalogs do not have",
-                    spec.name,
-                    spec.channels.join(", ")
-                ),
-                format!("the channels there: {}", there.join(", ")),
-            ],
-        );
+        return channel_gone(spec, &with_package);
     }
     versions.sort_by(|a, b| b.1.cmp(&a.1));
     versions.dedup();
@@ -321,6 +277,61 @@ fn why_none(
         CauseKind::Unsatisfiable,
         "the v1 resolver finds no single bundle".to_owned(),
         vec![error],
+    )
+}
+
+/// No ClusterCatalog has the labels the selector asks for: the selector, and every catalog
+/// with its labels.
+fn selector_excludes_all(spec: &ExtensionSpec, all: &[ClusterCatalog]) -> Finding {
+    let listed: Vec<String> = all
+        .iter()
+        .map(|c| {
+            let labels: Vec<String> = c.labels.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            format!("{} ({})", c.name, labels.join(", "))
+        })
+        .collect();
+    Finding::stuck(
+        CauseKind::SelectorExcludesAll,
+        "its catalog selector matches no ClusterCatalog".to_owned(),
+        vec![
+            format!(
+                "ClusterExtension {} selects catalogs by {}",
+                spec.name,
+                selector_text(spec)
+            ),
+            format!(
+                "no ClusterCatalog has those labels; the catalogs: {}",
+                listed.join("; ")
+            ),
+        ],
+    )
+}
+
+/// The package is there but has none of the channels asked for: which it has instead.
+fn channel_gone(spec: &ExtensionSpec, with_package: &[&(&ClusterCatalog, Content<'_>)]) -> Finding {
+    let package = spec.package_name.as_str();
+    // What the user may write instead.
+    let mut there: Vec<String> = with_package
+        .iter()
+        .flat_map(|(_, content)| content.channels(package))
+        .map(|ch| ch.name.clone())
+        .collect();
+    there.sort();
+    there.dedup();
+    Finding::stuck(
+        CauseKind::ChannelGone,
+        format!(
+            "package {package} has none of the channels {}",
+            spec.channels.join(", ")
+        ),
+        vec![
+            format!(
+                "ClusterExtension {} asks for channels {} of package {package}, which the selected catalogs do not have",
+                spec.name,
+                spec.channels.join(", ")
+            ),
+            format!("the channels there: {}", there.join(", ")),
+        ],
     )
 }
 
