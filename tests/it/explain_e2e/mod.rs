@@ -542,9 +542,10 @@ async fn waiting_plan(kube: &Kube, ns: &str, csv: &str) -> Value {
         &format!("an InstallPlan for {csv}"),
         OLM_PATIENCE,
         || async {
-            kube.list(&path).await.into_iter().find(|p| {
-                p["status"]["phase"] == "RequiresApproval" && plan_csvs(p).iter().any(|c| c == csv)
-            })
+            kube.list(&path)
+                .await
+                .into_iter()
+                .find(|p| waits_to_install(p, csv))
         },
     )
     .await
@@ -579,9 +580,7 @@ async fn settled_plan(kube: &Kube, ns: &str, sub: &str, csv: &str) -> Value {
                 }
                 _ => None,
             }
-            .filter(|p| {
-                p["status"]["phase"] == "RequiresApproval" && plan_csvs(p).iter().any(|c| c == csv)
-            });
+            .filter(|p| waits_to_install(p, csv));
             let Some(plan) = plan else {
                 *seen.borrow_mut() = None;
                 return None;
@@ -616,6 +615,11 @@ async fn install(kube: &Kube, ns: &str, sub: &str, csv: &str) {
     let plan = settled_plan(kube, ns, sub, csv).await;
     approve(kube, &plan).await;
     installed(kube, ns, sub, csv).await;
+}
+
+/// Whether InstallPlan `plan` waits for approval and installs `csv`.
+fn waits_to_install(plan: &Value, csv: &str) -> bool {
+    plan["status"]["phase"] == "RequiresApproval" && plan_csvs(plan).iter().any(|c| c == csv)
 }
 
 fn plan_csvs(plan: &Value) -> Vec<String> {
